@@ -1,0 +1,117 @@
+// Deterministic discrete-event simulator: endpoints (the real transport
+// engine) joined by an emulated fabric, on one virtual clock.
+//
+// Determinism: one event queue ordered by (time, insertion sequence), every
+// random source seeded from the run seed, no threads, no wall clock. The same
+// seed and configuration replay the same run bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "metaroce/emulator/link.h"
+#include "metaroce/transport/endpoint.h"
+
+namespace metaroce::sim {
+
+using Nanos = int64_t;
+
+// Where a frame goes when host `from` sends it on `plane`.
+struct Route {
+  emulator::DropCause drop = emulator::DropCause::kNone;
+  int to_host = -1;
+  Nanos deliver_at = 0;
+};
+
+// The fabric: owns the link models; the simulator owns time and packets.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual Route forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) = 0;
+  // Whether host's egress on plane can take another frame now (NIC back-pressure),
+  // and if not, when it next can.
+  virtual bool egress_ready(int host, uint8_t plane, Nanos now) = 0;
+  virtual Nanos egress_ready_at(int host, uint8_t plane, Nanos now) = 0;
+  virtual size_t planes() const = 0;
+};
+
+// Two hosts joined by P planes, each plane one link per direction (issue 2's
+// fabric). Host 0 is A, host 1 is B.
+class TwoHostFabric final : public Fabric {
+ public:
+  struct PlaneConfig {
+    emulator::LinkConfig a_to_b;
+    emulator::LinkConfig b_to_a;
+  };
+  TwoHostFabric(const std::vector<PlaneConfig>& planes, uint64_t seed, uint32_t nic_queue_bytes = 16384);
+
+  Route forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) override;
+  bool egress_ready(int host, uint8_t plane, Nanos now) override;
+  Nanos egress_ready_at(int host, uint8_t plane, Nanos now) override;
+  size_t planes() const override { return links_.size() / 2; }
+
+  emulator::Link& link(int from_host, uint8_t plane) { return links_[plane * 2 + from_host]; }
+  void set_plane_up(uint8_t plane, bool up);
+
+ private:
+  std::vector<emulator::Link> links_;  // [plane*2 + from_host]
+  uint32_t nic_queue_bytes_;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(Fabric& fabric);
+  ~Simulator();
+
+  // Hosts are engines the caller owns; their index is their fabric attachment.
+  int add_host(transport::Endpoint* ep);
+  Nanos now() const { return now_; }
+
+  // Runs control actions (fault injection, workload steps) at a virtual time.
+  void at(Nanos t, std::function<void()> fn);
+  // Wakes a host now (after the caller posted work to its endpoint).
+  void kick(int host);
+  // Called after a host received frames or completions may be ready.
+  void on_host_activity(std::function<void(int host)> fn) { activity_ = std::move(fn); }
+
+  void run_until(Nanos t);
+  uint64_t events_processed() const { return events_; }
+
+ private:
+  enum class Kind : uint8_t { kDeliver, kWake, kControl };
+  struct Event {
+    Nanos at;
+    uint64_t seq;
+    Kind kind;
+    int host;
+    uint32_t index;  // packet slot or control slot
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  struct Packet {
+    std::vector<uint8_t> data;
+    uint32_t len = 0;
+  };
+
+  void push(Nanos at, Kind k, int host, uint32_t index);
+  uint32_t alloc_packet();
+  void service(int host);
+  void schedule_wake(int host, Nanos at);
+
+  Fabric& fabric_;
+  std::vector<transport::Endpoint*> hosts_;
+  std::vector<Nanos> wake_at_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
+  std::vector<Packet> packets_;
+  std::vector<uint32_t> free_packets_;
+  std::vector<std::function<void()>> controls_;
+  std::function<void(int)> activity_;
+  std::vector<uint32_t> tx_slots_;
+  Nanos now_ = 0;
+  uint64_t seq_ = 0, events_ = 0;
+};
+
+}  // namespace metaroce::sim

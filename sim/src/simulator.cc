@@ -1,0 +1,147 @@
+#include "metaroce/sim/simulator.h"
+
+#include <algorithm>
+
+#include "metaroce/wire/udp_frame.h"
+
+namespace metaroce::sim {
+
+TwoHostFabric::TwoHostFabric(const std::vector<PlaneConfig>& planes, uint64_t seed, uint32_t nic_queue_bytes)
+    : nic_queue_bytes_(nic_queue_bytes) {
+  links_.reserve(planes.size() * 2);
+  for (size_t p = 0; p < planes.size(); ++p) {
+    links_.emplace_back(planes[p].a_to_b, emulator::Random::derive(seed, p * 2));
+    links_.emplace_back(planes[p].b_to_a, emulator::Random::derive(seed, p * 2 + 1));
+  }
+}
+
+Route TwoHostFabric::forward(int from, uint8_t plane, std::span<uint8_t> frame, Nanos now) {
+  Route r;
+  if (plane >= planes() || from < 0 || from > 1) {
+    r.drop = emulator::DropCause::kLinkDown;
+    return r;
+  }
+  const emulator::LinkVerdict v = link(from, plane).submit(frame, now);
+  r.drop = v.drop;
+  r.to_host = 1 - from;
+  r.deliver_at = v.deliver_at;
+  return r;
+}
+
+bool TwoHostFabric::egress_ready(int host, uint8_t plane, Nanos now) {
+  return link(host, plane).backlog_bytes(now) < nic_queue_bytes_;
+}
+
+Nanos TwoHostFabric::egress_ready_at(int host, uint8_t plane, Nanos now) {
+  return link(host, plane).drained_to(nic_queue_bytes_ - 1, now);
+}
+
+void TwoHostFabric::set_plane_up(uint8_t plane, bool up) {
+  link(0, plane).set_up(up);
+  link(1, plane).set_up(up);
+}
+
+Simulator::Simulator(Fabric& fabric) : fabric_(fabric) {}
+Simulator::~Simulator() = default;
+
+int Simulator::add_host(transport::Endpoint* ep) {
+  hosts_.push_back(ep);
+  wake_at_.push_back(transport::kNever);
+  return static_cast<int>(hosts_.size() - 1);
+}
+
+void Simulator::push(Nanos at, Kind k, int host, uint32_t index) { queue_.push({at, seq_++, k, host, index}); }
+
+void Simulator::at(Nanos t, std::function<void()> fn) {
+  controls_.push_back(std::move(fn));
+  push(std::max(t, now_), Kind::kControl, -1, static_cast<uint32_t>(controls_.size() - 1));
+}
+
+void Simulator::kick(int host) { schedule_wake(host, now_); }
+
+void Simulator::schedule_wake(int host, Nanos at) {
+  at = std::max(at, now_);
+  // Keep only the earliest pending wake; later stale events are harmless no-ops.
+  if (wake_at_[host] <= at && wake_at_[host] >= now_) return;
+  wake_at_[host] = at;
+  push(at, Kind::kWake, host, 0);
+}
+
+uint32_t Simulator::alloc_packet() {
+  if (free_packets_.empty()) {
+    packets_.emplace_back();
+    packets_.back().data.resize(wire::kMaxFrameBytes);
+    return static_cast<uint32_t>(packets_.size() - 1);
+  }
+  const uint32_t i = free_packets_.back();
+  free_packets_.pop_back();
+  return i;
+}
+
+void Simulator::service(int host) {
+  transport::Endpoint& ep = *hosts_[host];
+  constexpr size_t kBurst = 16;
+  transport::TxFrame burst[kBurst];
+  uint32_t slots[kBurst];
+  const size_t planes = fabric_.planes();
+  while (true) {
+    uint64_t ready = 0;
+    for (size_t p = 0; p < planes; ++p)
+      if (fabric_.egress_ready(host, static_cast<uint8_t>(p), now_)) ready |= 1ull << p;
+    if (ready == 0) break;
+    for (size_t i = 0; i < kBurst; ++i) {
+      slots[i] = alloc_packet();
+      burst[i] = {packets_[slots[i]].data.data(), static_cast<uint32_t>(packets_[slots[i]].data.size()), 0, 0};
+    }
+    const size_t n = ep.poll_tx({burst, kBurst}, ready, now_);
+    for (size_t i = 0; i < kBurst; ++i) {
+      if (i >= n) {
+        free_packets_.push_back(slots[i]);
+        continue;
+      }
+      Packet& pk = packets_[slots[i]];
+      pk.len = burst[i].len;
+      const Route r = fabric_.forward(host, burst[i].plane, {pk.data.data(), pk.len}, now_);
+      if (r.drop == emulator::DropCause::kNone && r.to_host >= 0 && r.to_host < static_cast<int>(hosts_.size()))
+        push(r.deliver_at, Kind::kDeliver, r.to_host, slots[i]);
+      else
+        free_packets_.push_back(slots[i]);
+    }
+    if (n < kBurst) break;
+  }
+  Nanos next = ep.next_deadline();
+  for (size_t p = 0; p < planes; ++p)
+    if (!fabric_.egress_ready(host, static_cast<uint8_t>(p), now_))
+      next = std::min(next, fabric_.egress_ready_at(host, static_cast<uint8_t>(p), now_));
+  if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));
+}
+
+void Simulator::run_until(Nanos t) {
+  while (!queue_.empty() && queue_.top().at <= t) {
+    const Event e = queue_.top();
+    queue_.pop();
+    now_ = e.at;
+    ++events_;
+    switch (e.kind) {
+      case Kind::kDeliver: {
+        Packet& pk = packets_[e.index];
+        hosts_[e.host]->on_frame({pk.data.data(), pk.len}, now_);
+        free_packets_.push_back(e.index);
+        if (activity_) activity_(e.host);
+        service(e.host);
+        break;
+      }
+      case Kind::kWake:
+        if (wake_at_[e.host] == e.at) wake_at_[e.host] = transport::kNever;
+        if (activity_) activity_(e.host);
+        service(e.host);
+        break;
+      case Kind::kControl:
+        controls_[e.index]();
+        break;
+    }
+  }
+  now_ = std::max(now_, t);
+}
+
+}  // namespace metaroce::sim

@@ -1,0 +1,136 @@
+// An endpoint: one host's transport engine instance (MetaRoCE and RoCEv2
+// connections, memory regions, one completion queue).
+//
+// Driving contract (the same in the simulator, in tests and behind real ports):
+//   on_frame(frame, now)           for every received Ethernet frame
+//   poll_tx(burst, ready, now)     whenever a port can take frames; fills the
+//                                  burst with frames, each tagged with its plane
+//   next_deadline()                the latest time poll_tx must be called again
+//                                  (timers, pacing) if nothing else happens
+//   poll_completions(out)          completions, in post order per stream
+// No call blocks, sleeps or reads a clock; steady-state calls do not allocate.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "metaroce/transport/memory.h"
+#include "metaroce/transport/types.h"
+#include "metaroce/wire/metaroce.h"
+
+namespace metaroce::transport {
+
+struct TxFrame {
+  uint8_t* data = nullptr;   // caller-owned buffer
+  uint32_t capacity = 0;     // bytes available at data
+  uint32_t len = 0;          // set by poll_tx
+  uint8_t plane = 0;         // set by poll_tx: the port/plane to send on
+};
+
+enum class PathState : uint8_t { kActive, kDegraded, kDown };
+const char* path_state_name(PathState s);
+
+struct PathStats {
+  uint8_t plane = 0;
+  uint16_t src_port = 0;
+  PathState state = PathState::kActive;
+  uint64_t packets_sent = 0, bytes_sent = 0, payload_bytes_acked = 0;
+  uint64_t retransmits = 0, lost = 0, spurious_retransmits = 0;
+  uint64_t rtos = 0, probes = 0, ecn_echoes = 0, state_changes = 0, entropy_rotations = 0;
+  double cwnd_bytes = 0, srtt_ns = 0, loss_ewma = 0;
+  uint32_t inflight = 0;
+};
+
+struct ConnectionStats {
+  TransportKind transport = TransportKind::kMetaRoCE;
+  uint64_t data_packets_sent = 0, data_bytes_sent = 0;
+  uint64_t retransmits = 0, spurious_retransmits = 0, rtos = 0;
+  uint64_t messages_completed = 0, payload_bytes_completed = 0;
+  uint64_t duplicates_received = 0, naks_sent = 0, naks_received = 0;
+  uint64_t go_back_n = 0;  // RoCEv2: rewinds
+  double conn_cwnd_bytes = 0;
+  uint32_t rate_hint_kbps = 0;
+  std::vector<PathStats> paths;
+};
+
+struct EndpointCounters {
+  uint64_t frames_in = 0, frames_out = 0;
+  uint64_t drop_not_ours = 0;        // not UDP/IPv4, or not to our address/ports
+  uint64_t drop_decode = 0;          // malformed header, bad length
+  uint64_t drop_checksum = 0;        // CRC32C / ICRC mismatch (corruption)
+  uint64_t drop_unknown_connection = 0;
+  uint64_t drop_wrong_peer = 0;      // connection id valid but sent from another address
+  uint64_t drop_out_of_window = 0;
+  uint64_t completion_queue_overflow = 0;
+  uint64_t naks_unknown_connection = 0;
+};
+
+class Connection;  // internal, one per transport kind
+
+class Endpoint {
+ public:
+  explicit Endpoint(const EndpointConfig& config);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const EndpointConfig& config() const { return config_; }
+
+  // Control plane (may allocate).
+  std::optional<uint32_t> register_memory(void* addr, uint64_t length, uint32_t access);
+  bool deregister_memory(uint32_t key);
+  // Returns the local connection id, or an error (field and allowed range) in *error.
+  std::optional<uint32_t> create_connection(const ConnectionConfig& config, std::string* error);
+  bool destroy_connection(uint32_t local_id);
+
+  // Verbs.
+  PostError post(uint32_t conn, uint16_t stream, const WorkRequest& wr);
+  PostError post_recv(uint32_t conn, uint16_t stream, const RecvRequest& rr);
+  size_t poll_completions(std::span<Completion> out);
+
+  // Datapath.
+  void on_frame(std::span<const uint8_t> frame, Nanos now);
+  size_t poll_tx(std::span<TxFrame> burst, uint64_t ready_planes, Nanos now);
+  Nanos next_deadline() const;
+
+  // Operator actions and observability.
+  bool set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port);
+  ConnectionStats stats(uint32_t conn) const;
+  const EndpointCounters& counters() const { return counters_; }
+
+  // For connections: shared services.
+  MemoryTable& memory() { return memory_; }
+  void push_completion(const Completion& c);
+  uint32_t rate_hint_kbps(Nanos now);
+  void note_active_sender(uint32_t conn, Nanos now);
+  EndpointCounters& mutable_counters() { return counters_; }
+
+ private:
+  void reply_unknown_connection(const wire::UdpFrameView& v, std::span<const uint8_t> payload);
+
+  EndpointConfig config_;
+  MemoryTable memory_;
+  EndpointCounters counters_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::unordered_map<uint32_t, Connection*> by_id_;       // MetaRoCE conn ids
+  std::unordered_map<uint32_t, Connection*> by_qpn_;      // RoCEv2 QP numbers
+  std::vector<Completion> cq_;
+  size_t cq_head_ = 0, cq_count_ = 0;
+  size_t tx_rr_ = 0;  // round-robin cursor over connections
+  // Endpoint-level NAKs for unknown connections (bounded; excess dropped).
+  struct PendingNak {
+    wire::UdpFlow flow;
+    uint32_t dst_conn;
+    wire::NakExt nak;
+  };
+  std::vector<PendingNak> pending_naks_;
+  // Active senders for the fair-share hint.
+  std::vector<std::pair<uint32_t, Nanos>> last_seen_;
+};
+
+}  // namespace metaroce::transport

@@ -1,0 +1,73 @@
+// Internal: what every connection kind (MetaRoCE, RoCEv2) implements, and
+// helpers they share. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "metaroce/transport/endpoint.h"
+#include "metaroce/wire/metaroce.h"
+#include "metaroce/wire/udp_frame.h"
+
+namespace metaroce::transport {
+
+class Connection {
+ public:
+  Connection(Endpoint& ep, const ConnectionConfig& cfg) : ep_(ep), cfg_(cfg) {}
+  virtual ~Connection() = default;
+
+  virtual PostError post(uint16_t stream, const WorkRequest& wr) = 0;
+  virtual PostError post_recv(uint16_t stream, const RecvRequest& rr) = 0;
+  // frame is the whole Ethernet frame, v its parsed UDP view.
+  virtual void on_packet(const wire::UdpFrameView& v, std::span<const uint8_t> frame, Nanos now) = 0;
+  // Produces at most one frame into f when something may be sent on a ready plane.
+  virtual bool poll_tx(TxFrame& f, uint64_t ready_planes, Nanos now) = 0;
+  virtual Nanos next_deadline() const = 0;
+  virtual ConnectionStats stats() const = 0;
+  virtual bool set_path_entropy(uint8_t path, uint16_t src_port) = 0;
+
+  const ConnectionConfig& config() const { return cfg_; }
+
+ protected:
+  // The UDP flow for a frame to the peer from src_port.
+  wire::UdpFlow flow(uint16_t src_port, uint16_t dst_port) const {
+    wire::UdpFlow f;
+    f.src_mac = ep_.config().mac;
+    f.dst_mac = cfg_.peer_mac;
+    f.src_ip = ep_.config().ip;
+    f.dst_ip = cfg_.peer_ip;
+    f.src_port = src_port;
+    f.dst_port = dst_port;
+    return f;
+  }
+
+  Endpoint& ep_;
+  ConnectionConfig cfg_;
+};
+
+// Fixed-size bitmap allocated once; set() reports whether the bit was new.
+class ChunkBitmap {
+ public:
+  void resize(size_t bits) { words_.assign((bits + 63) / 64, 0); }
+  void clear() { std::fill(words_.begin(), words_.end(), 0); }
+  bool test(size_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  bool set(size_t i) {
+    const uint64_t m = 1ull << (i & 63);
+    if (words_[i >> 6] & m) return false;
+    words_[i >> 6] |= m;
+    return true;
+  }
+  void reset(size_t i) { words_[i >> 6] &= ~(1ull << (i & 63)); }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+// Sequence-number comparisons with wrap-around.
+inline int32_t seq_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b); }
+
+std::unique_ptr<Connection> make_metaroce_connection(Endpoint& ep, const ConnectionConfig& cfg);
+std::unique_ptr<Connection> make_rocev2_connection(Endpoint& ep, const ConnectionConfig& cfg);
+
+}  // namespace metaroce::transport

@@ -1,0 +1,333 @@
+#include "metaroce/transport/endpoint.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "connection.h"
+#include "metaroce/wire/rocev2.h"
+
+namespace metaroce::transport {
+
+const char* transport_name(TransportKind t) { return t == TransportKind::kMetaRoCE ? "metaroce" : "rocev2"; }
+
+const char* verb_name(Verb v) {
+  switch (v) {
+    case Verb::kWrite: return "write";
+    case Verb::kWriteImm: return "write_imm";
+    case Verb::kSend: return "send";
+    case Verb::kSendImm: return "send_imm";
+    case Verb::kRead: return "read";
+    case Verb::kFetchAdd: return "fetch_add";
+    case Verb::kCmpSwap: return "cmp_swap";
+    case Verb::kRecv: return "recv";
+  }
+  return "unknown";
+}
+
+const char* wc_status_name(WcStatus s) {
+  switch (s) {
+    case WcStatus::kSuccess: return "success";
+    case WcStatus::kLocalLengthError: return "local_length_error";
+    case WcStatus::kLocalProtectionError: return "local_protection_error";
+    case WcStatus::kRemoteAccessError: return "remote_access_error";
+    case WcStatus::kRemoteInvalidRequest: return "remote_invalid_request";
+    case WcStatus::kRemoteAborted: return "remote_aborted";
+    case WcStatus::kRnrRetryExceeded: return "rnr_retry_exceeded";
+    case WcStatus::kRetryExceeded: return "retry_exceeded";
+    case WcStatus::kFlushed: return "flushed";
+  }
+  return "unknown";
+}
+
+const char* post_error_name(PostError e) {
+  switch (e) {
+    case PostError::kOk: return "ok";
+    case PostError::kUnknownConnection: return "unknown_connection";
+    case PostError::kBadStream: return "bad_stream";
+    case PostError::kQueueFull: return "queue_full";
+    case PostError::kBadLength: return "bad_length";
+    case PostError::kLocalProtection: return "local_protection";
+    case PostError::kUnsupported: return "unsupported";
+    case PostError::kBadAlignment: return "bad_alignment";
+  }
+  return "unknown";
+}
+
+const char* path_state_name(PathState s) {
+  switch (s) {
+    case PathState::kActive: return "active";
+    case PathState::kDegraded: return "degraded";
+    case PathState::kDown: return "down";
+  }
+  return "unknown";
+}
+
+namespace {
+std::string range_error(const char* field, uint64_t lo, uint64_t hi, uint64_t got) {
+  return std::string(field) + ": must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " +
+         std::to_string(got) + ")";
+}
+}  // namespace
+
+std::string validate(const ConnectionConfig& c) {
+  const bool roce = c.transport == TransportKind::kRoCEv2;
+  const uint64_t id_max = roce ? 0xFFFFFF : 0xFFFFFFFF;
+  if (c.local_id == 0 || c.local_id > id_max) return range_error("local_id", 1, id_max, c.local_id);
+  if (c.remote_id == 0 || c.remote_id > id_max) return range_error("remote_id", 1, id_max, c.remote_id);
+  if (c.peer_ip == 0) return "peer_ip: must be set";
+  if (roce && c.paths.size() != 1) return range_error("paths (count, rocev2)", 1, 1, c.paths.size());
+  if (c.paths.empty() || c.paths.size() > kMaxPaths) return range_error("paths (count)", 1, kMaxPaths, c.paths.size());
+  for (const PathConfig& p : c.paths)
+    if (p.plane >= 64) return range_error("paths[].plane", 0, 63, p.plane);
+  if (c.streams == 0 || c.streams > 4096) return range_error("streams", 1, 4096, c.streams);
+  if (c.mtu_payload < 256 || c.mtu_payload > 8192 || c.mtu_payload % 64)
+    return range_error("mtu_payload (multiple of 64)", 256, 8192, c.mtu_payload);
+  if (c.max_message_bytes == 0 || c.max_message_bytes > (1u << 30))
+    return range_error("max_message_bytes", 1, 1u << 30, c.max_message_bytes);
+  if (c.max_outstanding_per_stream == 0 || c.max_outstanding_per_stream > 4096)
+    return range_error("max_outstanding_per_stream", 1, 4096, c.max_outstanding_per_stream);
+  if (c.recv_window_messages < c.max_outstanding_per_stream || c.recv_window_messages > 8192)
+    return range_error("recv_window_messages (>= max_outstanding_per_stream)", c.max_outstanding_per_stream, 8192,
+                       c.recv_window_messages);
+  const TransportTuning& t = c.tuning;
+  if (t.max_cwnd_packets == 0 || t.max_cwnd_packets > 250)
+    return range_error("tuning.max_cwnd_packets", 1, 250, t.max_cwnd_packets);
+  if (t.init_cwnd_packets == 0 || t.init_cwnd_packets > t.max_cwnd_packets)
+    return range_error("tuning.init_cwnd_packets", 1, t.max_cwnd_packets, t.init_cwnd_packets);
+  if (t.reorder_threshold == 0 || t.reorder_threshold > 128)
+    return range_error("tuning.reorder_threshold", 1, 128, t.reorder_threshold);
+  if (t.min_rto_ns <= 0 || t.max_rto_ns < t.min_rto_ns) return "tuning.min_rto_ns: must be > 0 and <= max_rto_ns";
+  if (t.ack_every == 0 || t.ack_every > 64) return range_error("tuning.ack_every", 1, 64, t.ack_every);
+  if (t.rocev2_window_packets == 0 || t.rocev2_window_packets > (1u << 22))
+    return range_error("tuning.rocev2_window_packets", 1, 1u << 22, t.rocev2_window_packets);
+  if (!(t.degraded_weight > 0 && t.degraded_weight <= 1)) return "tuning.degraded_weight: must be in (0, 1]";
+  if (t.down_after_rtos == 0) return "tuning.down_after_rtos: must be >= 1";
+  return {};
+}
+
+std::string validate(const EndpointConfig& c) {
+  if (c.ip == 0) return "ip: must be set";
+  if (c.completion_queue_depth == 0 || c.completion_queue_depth > (1u << 24))
+    return range_error("completion_queue_depth", 1, 1u << 24, c.completion_queue_depth);
+  if (c.inbound_capacity_bps < 0) return "inbound_capacity_bps: must be >= 0";
+  return {};
+}
+
+Endpoint::Endpoint(const EndpointConfig& config) : config_(config) {
+  if (config_.metaroce_udp_port == 0) config_.metaroce_udp_port = wire::kDefaultUdpPort;
+  cq_.resize(config_.completion_queue_depth);
+  pending_naks_.reserve(64);
+}
+
+Endpoint::~Endpoint() = default;
+
+std::optional<uint32_t> Endpoint::register_memory(void* addr, uint64_t length, uint32_t access) {
+  return memory_.register_region(addr, length, access);
+}
+bool Endpoint::deregister_memory(uint32_t key) { return memory_.deregister(key); }
+
+std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& config, std::string* error) {
+  std::string e = validate(config);
+  auto& table = config.transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_;
+  if (e.empty() && table.count(config.local_id)) e = "local_id: " + std::to_string(config.local_id) + " is in use";
+  if (!e.empty()) {
+    if (error) *error = e;
+    return std::nullopt;
+  }
+  auto conn = config.transport == TransportKind::kRoCEv2 ? make_rocev2_connection(*this, config)
+                                                          : make_metaroce_connection(*this, config);
+  table[config.local_id] = conn.get();
+  connections_.push_back(std::move(conn));
+  last_seen_.emplace_back(config.local_id, INT64_MIN / 2);
+  return config.local_id;
+}
+
+bool Endpoint::destroy_connection(uint32_t local_id) {
+  for (size_t i = 0; i < connections_.size(); ++i) {
+    Connection* c = connections_[i].get();
+    if (c->config().local_id != local_id) continue;
+    (c->config().transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_).erase(local_id);
+    connections_.erase(connections_.begin() + static_cast<long>(i));
+    return true;
+  }
+  return false;
+}
+
+namespace {
+Connection* find(const std::unordered_map<uint32_t, Connection*>& a, const std::unordered_map<uint32_t, Connection*>& b,
+                 uint32_t id) {
+  if (auto it = a.find(id); it != a.end()) return it->second;
+  if (auto it = b.find(id); it != b.end()) return it->second;
+  return nullptr;
+}
+}  // namespace
+
+PostError Endpoint::post(uint32_t conn, uint16_t stream, const WorkRequest& wr) {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c ? c->post(stream, wr) : PostError::kUnknownConnection;
+}
+
+PostError Endpoint::post_recv(uint32_t conn, uint16_t stream, const RecvRequest& rr) {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c ? c->post_recv(stream, rr) : PostError::kUnknownConnection;
+}
+
+bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c && c->set_path_entropy(path, src_port);
+}
+
+ConnectionStats Endpoint::stats(uint32_t conn) const {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c ? c->stats() : ConnectionStats{};
+}
+
+void Endpoint::push_completion(const Completion& c) {
+  if (cq_count_ == cq_.size()) {
+    counters_.completion_queue_overflow++;
+    return;
+  }
+  cq_[(cq_head_ + cq_count_) % cq_.size()] = c;
+  ++cq_count_;
+}
+
+size_t Endpoint::poll_completions(std::span<Completion> out) {
+  size_t n = 0;
+  while (n < out.size() && cq_count_ > 0) {
+    out[n++] = cq_[cq_head_];
+    cq_head_ = (cq_head_ + 1) % cq_.size();
+    --cq_count_;
+  }
+  return n;
+}
+
+void Endpoint::note_active_sender(uint32_t conn, Nanos now) {
+  for (auto& [id, t] : last_seen_)
+    if (id == conn) {
+      t = now;
+      return;
+    }
+}
+
+uint32_t Endpoint::rate_hint_kbps(Nanos now) {
+  if (config_.inbound_capacity_bps <= 0) return 0;
+  uint32_t active = 0;
+  for (const auto& [id, t] : last_seen_)
+    if (now - t <= config_.active_sender_window_ns) ++active;
+  const double share = config_.inbound_capacity_bps / std::max<uint32_t>(active, 1) / 1000.0;
+  return static_cast<uint32_t>(std::min(share, 4.0e9));
+}
+
+void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
+  counters_.frames_in++;
+  const auto v = wire::decode_udp_frame(frame);
+  if (!v || v->flow.dst_ip != config_.ip) {
+    counters_.drop_not_ours++;
+    return;
+  }
+  if (v->flow.dst_port == config_.metaroce_udp_port) {
+    if (v->payload.size() < sizeof(wire::CommonHeader)) {
+      counters_.drop_decode++;
+      return;
+    }
+    const uint32_t dst = wire::load_be32(v->payload.data() + offsetof(wire::CommonHeader, dst_conn_id));
+    auto it = by_id_.find(dst);
+    if (it == by_id_.end()) {
+      counters_.drop_unknown_connection++;
+      reply_unknown_connection(*v, v->payload);
+      return;
+    }
+    if (it->second->config().peer_ip != v->flow.src_ip) {
+      counters_.drop_wrong_peer++;
+      return;
+    }
+    it->second->on_packet(*v, frame, now);
+    return;
+  }
+  if (v->flow.dst_port == wire::rocev2::kUdpPort) {
+    if (v->payload.size() < sizeof(wire::rocev2::Bth)) {
+      counters_.drop_decode++;
+      return;
+    }
+    const uint32_t qpn = wire::load_be24(v->payload.data() + 5);
+    auto it = by_qpn_.find(qpn);
+    if (it == by_qpn_.end()) {
+      counters_.drop_unknown_connection++;
+      return;
+    }
+    if (it->second->config().peer_ip != v->flow.src_ip) {
+      counters_.drop_wrong_peer++;
+      return;
+    }
+    it->second->on_packet(*v, frame, now);
+    return;
+  }
+  counters_.drop_not_ours++;
+}
+
+void Endpoint::reply_unknown_connection(const wire::UdpFrameView& v, std::span<const uint8_t> payload) {
+  // Only answer packets that are intact MetaRoCE data: never reflect garbage.
+  wire::PacketView pv;
+  if (wire::decode_packet(payload, pv) != wire::DecodeError::kNone || !wire::is_data_opcode(pv.opcode)) return;
+  if (pv.common.src_conn_id.get() == 0 || pending_naks_.size() >= 64) return;
+  PendingNak n;
+  n.flow = v.flow;
+  std::swap(n.flow.src_ip, n.flow.dst_ip);
+  std::swap(n.flow.src_mac, n.flow.dst_mac);
+  std::swap(n.flow.src_port, n.flow.dst_port);
+  n.flow.src_port = v.flow.src_port;  // keep the path's entropy for the way back
+  n.flow.dst_port = config_.metaroce_udp_port;
+  n.dst_conn = pv.common.src_conn_id.get();
+  n.nak = wire::NakExt{};
+  n.nak.code = static_cast<uint8_t>(wire::NakCode::kUnknownConnection);
+  n.nak.stream_id.set(pv.common.stream_id.get());
+  n.nak.msg_seq.set(pv.common.msg_seq.get());
+  n.nak.msg_offset.set(pv.common.msg_offset.get());
+  pending_naks_.push_back(n);
+  counters_.naks_unknown_connection++;
+}
+
+size_t Endpoint::poll_tx(std::span<TxFrame> burst, uint64_t ready_planes, Nanos now) {
+  size_t n = 0;
+  while (n < burst.size() && !pending_naks_.empty()) {
+    const PendingNak& p = pending_naks_.back();
+    wire::CommonHeader h{};
+    h.version = wire::kVersion << 4;
+    h.opcode = static_cast<uint8_t>(wire::Opcode::kNak);
+    h.dst_conn_id.set(p.dst_conn);
+    h.stream_id.set(p.nak.stream_id.get());
+    TxFrame& f = burst[n];
+    const size_t udp_len = wire::packet_bytes(wire::Opcode::kNak, 0);
+    if (f.capacity < wire::kUdpFrameHeaderBytes + udp_len) break;
+    std::span<uint8_t> out(f.data, f.capacity);
+    wire::encode_udp_headers(out, p.flow, wire::Ecn::kNotEct, 0, udp_len);
+    wire::encode_packet(out.subspan(wire::kUdpFrameHeaderBytes), h, &p.nak, sizeof(p.nak), {});
+    f.len = static_cast<uint32_t>(wire::kUdpFrameHeaderBytes + udp_len);
+    f.plane = static_cast<uint8_t>(std::countr_zero(ready_planes | (1ull << 63)));
+    pending_naks_.pop_back();
+    ++n;
+  }
+  const size_t nc = connections_.size();
+  size_t idle = 0;
+  while (n < burst.size() && nc > 0 && idle < nc) {
+    Connection* c = connections_[tx_rr_ % nc].get();
+    tx_rr_ = (tx_rr_ + 1) % nc;
+    if (c->poll_tx(burst[n], ready_planes, now)) {
+      ++n;
+      idle = 0;
+    } else {
+      ++idle;
+    }
+  }
+  counters_.frames_out += n;
+  return n;
+}
+
+Nanos Endpoint::next_deadline() const {
+  Nanos d = kNever;
+  for (const auto& c : connections_) d = std::min(d, c->next_deadline());
+  return d;
+}
+
+}  // namespace metaroce::transport

@@ -1,0 +1,407 @@
+// RoCEv2 RC baseline: one path, strictly in-order PSNs, the responder NAKs the
+// first out-of-sequence PSN and drops everything until it arrives, the
+// requester goes back N; a retransmission timer is the fallback. A fixed
+// window of unacknowledged packets stands in for the NIC's limit (no DCQCN:
+// the baseline is measured, not tuned). WRITE, WRITE_WITH_IMM and SEND.
+#include <algorithm>
+#include <cstring>
+
+#include "connection.h"
+#include "metaroce/wire/rocev2.h"
+
+namespace metaroce::transport {
+namespace {
+
+namespace rv = wire::rocev2;
+
+int32_t psn_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>((a - b) << 8) >> 8; }
+uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & rv::kPsnMask; }
+
+struct Wr {
+  bool active = false, done = false;
+  WorkRequest wr;
+  uint8_t* local = nullptr;
+  uint32_t first_psn = 0, npkts = 0;
+  WcStatus status = WcStatus::kSuccess;
+};
+
+class RoceConnection final : public Connection {
+ public:
+  RoceConnection(Endpoint& ep, const ConnectionConfig& cfg) : Connection(ep, cfg) {
+    wrs_.resize(cfg_.max_outstanding_per_stream);
+    posted_.resize(cfg_.recv_window_messages);
+    rto_ = cfg_.tuning.min_rto_ns;
+    dst_port_ = cfg_.peer_udp_port ? cfg_.peer_udp_port : rv::kUdpPort;
+    stats_.transport = TransportKind::kRoCEv2;
+    PathStats ps;
+    ps.plane = cfg_.paths[0].plane;
+    ps.src_port = cfg_.paths[0].src_port;
+    stats_.paths.push_back(ps);
+  }
+
+  PostError post(uint16_t stream, const WorkRequest& wr) override {
+    if (stream != 0) return PostError::kBadStream;  // an RC QP is one ordered stream
+    if (wr.verb != Verb::kWrite && wr.verb != Verb::kWriteImm && wr.verb != Verb::kSend && wr.verb != Verb::kSendImm)
+      return PostError::kUnsupported;
+    if (wr.length == 0 || wr.length > cfg_.max_message_bytes) return PostError::kBadLength;
+    if (wr_tail_ - wr_head_ >= wrs_.size()) return PostError::kQueueFull;
+    uint8_t* local = nullptr;
+    if (ep_.memory().check(wr.lkey, wr.local_addr, wr.length, 0, &local) != AccessCheck::kOk)
+      return PostError::kLocalProtection;
+    Wr& w = wrs_[wr_tail_ % wrs_.size()];
+    w = Wr{};
+    w.active = true;
+    w.wr = wr;
+    w.local = local;
+    w.npkts = (wr.length + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+    w.first_psn = psn_alloc_;
+    psn_alloc_ = psn_add(psn_alloc_, w.npkts);
+    if (error_) w.done = true, w.status = WcStatus::kFlushed;
+    ++wr_tail_;
+    if (error_) release();
+    return PostError::kOk;
+  }
+
+  PostError post_recv(uint16_t stream, const RecvRequest& rr) override {
+    if (stream != 0) return PostError::kBadStream;
+    if (posted_count_ - consumed_ >= posted_.size()) return PostError::kQueueFull;
+    if (ep_.memory().check(rr.lkey, rr.addr, rr.length, kAccessLocalWrite, nullptr) != AccessCheck::kOk)
+      return PostError::kLocalProtection;
+    posted_[posted_count_++ % posted_.size()] = rr;
+    return PostError::kOk;
+  }
+
+  bool set_path_entropy(uint8_t path, uint16_t src_port) override {
+    if (path != 0) return false;
+    cfg_.paths[0].src_port = src_port;
+    stats_.paths[0].src_port = src_port;
+    return true;
+  }
+
+  void on_packet(const wire::UdpFrameView& v, std::span<const uint8_t> frame, Nanos now) override {
+    rv::PacketView pv;
+    // decode() checks the ICRC over exactly the frame bytes that carry the packet.
+    if (!rv::decode(frame, v.payload, pv)) {
+      ep_.mutable_counters().drop_checksum++;
+      return;
+    }
+    if (pv.opcode == rv::Opcode::kAcknowledge) return on_ack(pv, now);
+    responder(pv, v, now);
+  }
+
+  // ---------------------------------------------------------------- responder
+
+  void responder(const rv::PacketView& pv, const wire::UdpFrameView& v, Nanos) {
+    if (v.ecn == wire::Ecn::kCe) stats_.paths[0].ecn_echoes++;
+    const int32_t d = psn_diff(pv.psn, epsn_);
+    if (d < 0) {  // duplicate: already placed; re-acknowledge
+      stats_.duplicates_received++;
+      ack_due_ = true;
+      return;
+    }
+    if (d > 0) {  // out of sequence: NAK once, drop until the expected PSN arrives
+      if (!nak_sent_) {
+        nak_sent_ = true;
+        queue_aeth(rv::kSyndromeNakPsnSeqError, epsn_);
+        stats_.naks_sent++;
+      }
+      return;
+    }
+    if (resp_error_) return;
+    const auto op = pv.opcode;
+    const uint32_t plen = static_cast<uint32_t>(pv.payload.size());
+    if (rv::is_write(op)) {
+      if (rv::has_reth(op)) {
+        msg_va_ = pv.reth->va.get();
+        msg_rkey_ = pv.reth->rkey.get();
+        msg_len_ = pv.reth->dma_len.get();
+        msg_off_ = 0;
+        in_write_ = true;
+      } else if (!in_write_) {
+        return nak_fatal(rv::kSyndromeNakInvalidRequest);
+      }
+      uint8_t* dst = nullptr;
+      if (msg_off_ + plen > msg_len_ ||
+          ep_.memory().check(msg_rkey_, msg_va_ + msg_off_, plen, kAccessRemoteWrite, &dst) != AccessCheck::kOk)
+        return nak_fatal(rv::kSyndromeNakRemoteAccess);
+      std::memcpy(dst, pv.payload.data(), plen);
+      msg_off_ += plen;
+      if (rv::is_last_or_only(op)) {
+        in_write_ = false;
+        if (rv::has_imm(op)) emit_recv(Verb::kWriteImm, msg_len_, pv.imm, false);
+      }
+    } else if (rv::is_send(op)) {
+      if (op == rv::Opcode::kSendFirst || op == rv::Opcode::kSendOnly || op == rv::Opcode::kSendOnlyImm) msg_off_ = 0;
+      if (posted_count_ == consumed_) {
+        queue_aeth(rv::kSyndromeRnrNak, epsn_);
+        stats_.naks_sent++;
+        return;
+      }
+      const RecvRequest& rr = posted_[consumed_ % posted_.size()];
+      uint8_t* dst = nullptr;
+      if (msg_off_ + plen > rr.length ||
+          ep_.memory().check(rr.lkey, rr.addr + msg_off_, plen, kAccessLocalWrite, &dst) != AccessCheck::kOk)
+        return nak_fatal(rv::kSyndromeNakInvalidRequest);
+      std::memcpy(dst, pv.payload.data(), plen);
+      msg_off_ += plen;
+      if (rv::is_last_or_only(op)) {
+        emit_recv(rv::has_imm(op) ? Verb::kSendImm : Verb::kSend, msg_off_, pv.imm, true);
+        ++consumed_;
+      }
+    } else {
+      return nak_fatal(rv::kSyndromeNakInvalidRequest);
+    }
+    epsn_ = psn_add(epsn_, 1);
+    nak_sent_ = false;
+    msn_++;
+    if (pv.ack_req || ++since_ack_ >= cfg_.tuning.ack_every) ack_due_ = true;
+  }
+
+  void nak_fatal(uint8_t syndrome) {
+    resp_error_ = true;
+    queue_aeth(syndrome, epsn_);
+    stats_.naks_sent++;
+  }
+
+  void emit_recv(Verb remote, uint32_t len, std::optional<uint32_t> imm, bool consume) {
+    Completion c;
+    c.conn = cfg_.local_id;
+    c.verb = Verb::kRecv;
+    c.remote_verb = remote;
+    c.byte_len = len;
+    c.has_imm = imm.has_value();
+    c.imm = imm.value_or(0);
+    if (consume) c.wr_id = posted_[consumed_ % posted_.size()].wr_id;
+    ep_.push_completion(c);
+  }
+
+  void queue_aeth(uint8_t syndrome, uint32_t psn) {
+    ctl_pending_ = true;
+    ctl_syndrome_ = syndrome;
+    ctl_psn_ = psn;
+  }
+
+  // ---------------------------------------------------------------- requester
+
+  void on_ack(const rv::PacketView& pv, Nanos now) {
+    const uint8_t syn = pv.aeth->syndrome;
+    const uint32_t psn = pv.psn;
+    if ((syn & 0xE0) == rv::kSyndromeAck) {
+      acked_through(psn_add(psn, 1), now);
+      return;
+    }
+    stats_.naks_received++;
+    if (syn == rv::kSyndromeNakPsnSeqError) {
+      acked_through(psn, now);
+      go_back(psn);
+      return;
+    }
+    if ((syn & 0xE0) == rv::kSyndromeRnrNak) {
+      acked_through(psn, now);
+      go_back(psn);
+      resume_at_ = now + cfg_.tuning.rnr_delay_ns;
+      return;
+    }
+    // Fatal NAK: the WR holding psn fails, the rest is flushed (RC error state).
+    acked_through(psn, now);
+    const WcStatus st = syn == rv::kSyndromeNakRemoteAccess ? WcStatus::kRemoteAccessError
+                                                            : WcStatus::kRemoteInvalidRequest;
+    error_ = true;
+    for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
+      Wr& w = wrs_[i % wrs_.size()];
+      if (w.done) continue;
+      w.done = true;
+      w.status = psn_diff(psn, w.first_psn) >= 0 && psn_diff(psn, psn_add(w.first_psn, w.npkts)) < 0 ? st
+                                                                                                     : WcStatus::kFlushed;
+    }
+    release();
+  }
+
+  void acked_through(uint32_t una, Nanos now) {
+    if (psn_diff(una, psn_una_) <= 0 || psn_diff(una, psn_max_) > 0) return;
+    psn_una_ = una;
+    last_progress_ = now;
+    backoff_ = 0;
+    if (psn_diff(psn_next_, psn_una_) < 0) psn_next_ = psn_una_;
+    for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
+      Wr& w = wrs_[i % wrs_.size()];
+      if (!w.done && psn_diff(psn_una_, psn_add(w.first_psn, w.npkts)) >= 0) w.done = true;
+    }
+    release();
+  }
+
+  void go_back(uint32_t psn) {
+    if (psn_diff(psn, psn_next_) >= 0) return;
+    stats_.go_back_n++;
+    psn_next_ = psn;
+  }
+
+  void release() {
+    while (wr_head_ < wr_tail_) {
+      Wr& w = wrs_[wr_head_ % wrs_.size()];
+      if (!w.done) return;
+      Completion c;
+      c.wr_id = w.wr.wr_id;
+      c.conn = cfg_.local_id;
+      c.verb = w.wr.verb;
+      c.status = w.status;
+      c.byte_len = w.wr.length;
+      if (w.status == WcStatus::kSuccess) {
+        stats_.messages_completed++;
+        stats_.payload_bytes_completed += w.wr.length;
+      }
+      ep_.push_completion(c);
+      w.active = false;
+      ++wr_head_;
+    }
+  }
+
+  // The WR and packet index that carry psn, or nullptr.
+  Wr* locate(uint32_t psn, uint32_t* index) {
+    for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
+      Wr& w = wrs_[i % wrs_.size()];
+      const int32_t d = psn_diff(psn, w.first_psn);
+      if (d >= 0 && static_cast<uint32_t>(d) < w.npkts) {
+        *index = static_cast<uint32_t>(d);
+        return &w;
+      }
+    }
+    return nullptr;
+  }
+
+  bool poll_tx(TxFrame& f, uint64_t ready, Nanos now) override {
+    last_now_ = now;
+    if (!((ready >> cfg_.paths[0].plane) & 1)) return false;
+    if (ctl_pending_ || ack_due_) return send_aeth(f);
+    // Retransmission timer: no progress for an RTO -> go back to the oldest unacknowledged PSN.
+    if (psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= (rto_ << std::min<uint32_t>(backoff_, 8))) {
+      stats_.rtos++;
+      stats_.paths[0].rtos++;
+      go_back(psn_una_);
+      ++backoff_;
+      last_progress_ = now;
+    }
+    if (now < resume_at_ || error_) return false;
+    if (static_cast<uint32_t>(psn_diff(psn_next_, psn_una_)) >= cfg_.tuning.rocev2_window_packets) return false;
+    uint32_t idx = 0;
+    Wr* w = locate(psn_next_, &idx);
+    if (!w || w->done) return false;
+    return send_data(f, *w, idx, now);
+  }
+
+  bool send_data(TxFrame& f, Wr& w, uint32_t idx, Nanos now) {
+    const uint32_t off = idx * cfg_.mtu_payload;
+    const uint32_t plen = std::min(cfg_.mtu_payload, w.wr.length - off);
+    const bool first = idx == 0, last = idx + 1 == w.npkts;
+    const bool write = w.wr.verb == Verb::kWrite || w.wr.verb == Verb::kWriteImm;
+    const bool imm = w.wr.verb == Verb::kWriteImm || w.wr.verb == Verb::kSendImm;
+    rv::Opcode op;
+    if (write) op = first && last ? (imm ? rv::Opcode::kWriteOnlyImm : rv::Opcode::kWriteOnly)
+                    : first       ? rv::Opcode::kWriteFirst
+                    : last        ? (imm ? rv::Opcode::kWriteLastImm : rv::Opcode::kWriteLast)
+                                  : rv::Opcode::kWriteMiddle;
+    else op = first && last ? (imm ? rv::Opcode::kSendOnlyImm : rv::Opcode::kSendOnly)
+              : first       ? rv::Opcode::kSendFirst
+              : last        ? (imm ? rv::Opcode::kSendLastImm : rv::Opcode::kSendLast)
+                            : rv::Opcode::kSendMiddle;
+    rv::Reth reth{};
+    reth.va.set(w.wr.remote_addr);
+    reth.rkey.set(w.wr.rkey);
+    reth.dma_len.set(w.wr.length);
+    const uint32_t immv = w.wr.imm;
+    const size_t udp_len = rv::payload_bytes(op, plen);
+    if (f.capacity < wire::kUdpFrameHeaderBytes + udp_len) return false;
+    std::span<uint8_t> out(f.data, wire::kUdpFrameHeaderBytes + udp_len);
+    wire::encode_udp_headers(out, flow(cfg_.paths[0].src_port, dst_port_),
+                             cfg_.tuning.ect ? wire::Ecn::kEct0 : wire::Ecn::kNotEct, 0, udp_len);
+    const bool ack_req = last || ((psn_next_ & 0x7) == 0);
+    rv::encode(out.subspan(wire::kUdpFrameHeaderBytes), op, cfg_.remote_id, psn_next_, ack_req,
+               rv::has_reth(op) ? &reth : nullptr, rv::has_imm(op) ? &immv : nullptr, nullptr,
+               {w.local + off, plen});
+    rv::seal_icrc(out);
+    f.len = static_cast<uint32_t>(out.size());
+    f.plane = cfg_.paths[0].plane;
+    const bool retx = psn_diff(psn_next_, psn_max_) < 0;
+    if (retx) {
+      stats_.retransmits++;
+      stats_.paths[0].retransmits++;
+    }
+    if (psn_diff(psn_una_, psn_max_) == 0) last_progress_ = now;  // timer starts with the first packet in flight
+    psn_next_ = psn_add(psn_next_, 1);
+    if (psn_diff(psn_next_, psn_max_) > 0) psn_max_ = psn_next_;
+    stats_.data_packets_sent++;
+    stats_.data_bytes_sent += plen;
+    stats_.paths[0].packets_sent++;
+    stats_.paths[0].bytes_sent += f.len;
+    return true;
+  }
+
+  bool send_aeth(TxFrame& f) {
+    rv::Aeth aeth{};
+    uint32_t psn;
+    if (ctl_pending_) {
+      aeth.syndrome = ctl_syndrome_;
+      psn = ctl_psn_;
+    } else {
+      aeth.syndrome = rv::kSyndromeAck;
+      psn = psn_add(epsn_, rv::kPsnMask);  // epsn - 1: last in-order PSN
+    }
+    wire::store_be24(aeth.msn, msn_ & 0xFFFFFF);
+    const size_t udp_len = rv::payload_bytes(rv::Opcode::kAcknowledge, 0);
+    if (f.capacity < wire::kUdpFrameHeaderBytes + udp_len) return false;
+    std::span<uint8_t> out(f.data, wire::kUdpFrameHeaderBytes + udp_len);
+    wire::encode_udp_headers(out, flow(cfg_.paths[0].src_port, dst_port_), wire::Ecn::kNotEct, 0, udp_len);
+    rv::encode(out.subspan(wire::kUdpFrameHeaderBytes), rv::Opcode::kAcknowledge, cfg_.remote_id, psn, false, nullptr,
+               nullptr, &aeth, {});
+    rv::seal_icrc(out);
+    f.len = static_cast<uint32_t>(out.size());
+    f.plane = cfg_.paths[0].plane;
+    if (ctl_pending_) ctl_pending_ = false;
+    else ack_due_ = false, since_ack_ = 0;
+    return true;
+  }
+
+  Nanos next_deadline() const override {
+    if (ctl_pending_ || ack_due_) return last_now_;
+    Nanos d = kNever;
+    if (psn_diff(psn_max_, psn_una_) > 0) d = last_progress_ + (rto_ << std::min<uint32_t>(backoff_, 8));
+    if (resume_at_ > last_now_) d = std::min(d, resume_at_);
+    return d;
+  }
+
+  ConnectionStats stats() const override {
+    ConnectionStats s = stats_;
+    // In go-back-N a retransmission is spurious when the responder had already
+    // accepted that PSN (it arrives as a duplicate there); the responder counts them.
+    s.spurious_retransmits = 0;
+    return s;
+  }
+
+  std::vector<Wr> wrs_;
+  uint64_t wr_head_ = 0, wr_tail_ = 0;
+  uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
+  Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
+  uint32_t backoff_ = 0;
+  bool error_ = false;
+  uint16_t dst_port_ = 0;
+  // Responder.
+  uint32_t epsn_ = 0, msn_ = 0, since_ack_ = 0;
+  bool nak_sent_ = false, ack_due_ = false, resp_error_ = false;
+  bool ctl_pending_ = false;
+  uint8_t ctl_syndrome_ = 0;
+  uint32_t ctl_psn_ = 0;
+  uint64_t msg_va_ = 0;
+  uint32_t msg_rkey_ = 0, msg_len_ = 0, msg_off_ = 0;
+  bool in_write_ = false;
+  std::vector<RecvRequest> posted_;
+  uint64_t posted_count_ = 0, consumed_ = 0;
+  ConnectionStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> make_rocev2_connection(Endpoint& ep, const ConnectionConfig& cfg) {
+  return std::make_unique<RoceConnection>(ep, cfg);
+}
+
+}  // namespace metaroce::transport
