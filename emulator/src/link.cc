@@ -15,6 +15,11 @@ std::optional<std::string> validate(const LinkConfig& c) {
   if (c.queue_limit_packets == 0) return "queue_limit_packets: must be > 0";
   if (!(c.loss_probability >= 0.0 && c.loss_probability <= 1.0))
     return "loss_probability: must be in [0, 1] (got " + std::to_string(c.loss_probability) + ")";
+  for (auto [name, v] : {std::pair{"duplicate_probability", c.duplicate_probability},
+                         std::pair{"reorder_probability", c.reorder_probability},
+                         std::pair{"corrupt_probability", c.corrupt_probability}})
+    if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + std::to_string(v) + ")";
+  if (c.reorder_delay_ns < 0) return "reorder_delay_ns: must be >= 0 (got " + std::to_string(c.reorder_delay_ns) + ")";
   if (c.overhead_bytes > 1024) return "overhead_bytes: must be in [0, 1024]";
   return std::nullopt;
 }
@@ -97,6 +102,21 @@ LinkVerdict Link::submit(std::span<uint8_t> frame, Nanos now) {
   counters_.packets_out++;
   counters_.bytes_out += bytes;
   v.deliver_at = (free_at_ps_ + 999) / 1000 + config_.prop_delay_ns;
+  if (rng_.bernoulli(config_.corrupt_probability) && !frame.empty()) {
+    const uint64_t bit = rng_.below(frame.size() * 8);
+    frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    counters_.corruptions++;
+    v.corrupted = true;
+  }
+  if (rng_.bernoulli(config_.reorder_probability)) {
+    v.deliver_at += config_.reorder_delay_ns;
+    counters_.reorders++;
+    v.reordered = true;
+  }
+  if (rng_.bernoulli(config_.duplicate_probability)) {
+    v.duplicate_at = v.deliver_at;
+    counters_.duplicates++;
+  }
   return v;
 }
 

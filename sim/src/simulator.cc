@@ -1,6 +1,7 @@
 #include "metaroce/sim/simulator.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "metaroce/wire/udp_frame.h"
 
@@ -25,6 +26,7 @@ Route TwoHostFabric::forward(int from, uint8_t plane, std::span<uint8_t> frame, 
   r.drop = v.drop;
   r.to_host = 1 - from;
   r.deliver_at = v.deliver_at;
+  r.duplicate_at = v.duplicate_at;
   return r;
 }
 
@@ -102,9 +104,16 @@ void Simulator::service(int host) {
       Packet& pk = packets_[slots[i]];
       pk.len = burst[i].len;
       const Route r = fabric_.forward(host, burst[i].plane, {pk.data.data(), pk.len}, now_);
-      if (r.drop == emulator::DropCause::kNone && r.to_host >= 0 && r.to_host < static_cast<int>(hosts_.size()))
+      if (r.drop == emulator::DropCause::kNone && r.to_host >= 0 && r.to_host < static_cast<int>(hosts_.size())) {
         push(r.deliver_at, Kind::kDeliver, r.to_host, slots[i]);
-      else
+        if (r.duplicate_at >= 0) {
+          const uint32_t len = pk.len;
+          const uint32_t copy = alloc_packet();  // may grow packets_: index again, pk is stale
+          packets_[copy].len = len;
+          std::memcpy(packets_[copy].data.data(), packets_[slots[i]].data.data(), len);
+          push(r.duplicate_at, Kind::kDeliver, r.to_host, copy);
+        }
+      } else
         free_packets_.push_back(slots[i]);
     }
     if (n < kBurst) break;

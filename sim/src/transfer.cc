@@ -18,6 +18,10 @@ TransferResult run_transfer(const TransferConfig& cfg) {
     l.rate_bps = p.rate_bps;
     l.prop_delay_ns = p.delay_ns;
     l.loss_probability = p.loss;
+    l.duplicate_probability = p.duplicate;
+    l.reorder_probability = p.reorder;
+    l.reorder_delay_ns = p.reorder_delay_ns;
+    l.corrupt_probability = p.corrupt;
     l.queue_limit_bytes = p.queue_limit_bytes;
     l.ecn_threshold_bytes = p.ecn_threshold_bytes;
     if (auto e = emulator::validate(l)) throw std::invalid_argument("planes[]." + *e);

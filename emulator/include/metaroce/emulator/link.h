@@ -27,6 +27,10 @@ struct LinkConfig {
   uint32_t queue_limit_packets = 4096;  // and above this many queued packets (> 0)
   uint32_t ecn_threshold_bytes = 0;     // mark CE on ECT packets when backlog >= this; 0 = off
   double loss_probability = 0.0;        // independent (Bernoulli) loss on the wire, [0, 1]
+  double duplicate_probability = 0.0;   // a second copy arrives right behind the first, [0, 1]
+  double reorder_probability = 0.0;     // held back by reorder_delay_ns so later packets pass it, [0, 1]
+  Nanos reorder_delay_ns = 0;           // >= 0
+  double corrupt_probability = 0.0;     // one random bit flipped (the receiver's check must catch it), [0, 1]
   uint32_t overhead_bytes = 24;         // per-packet wire overhead: preamble 8, FCS 4, IFG 12
   bool up = true;                       // false: every packet dropped as link_down
 };
@@ -40,7 +44,10 @@ const char* drop_cause_name(DropCause c);
 struct LinkVerdict {
   DropCause drop = DropCause::kNone;  // kNone: delivered at deliver_at
   Nanos deliver_at = 0;
+  Nanos duplicate_at = -1;            // >= 0: deliver a copy at this time too
   bool ecn_marked = false;
+  bool corrupted = false;
+  bool reordered = false;
 };
 
 struct LinkCounters {
@@ -50,6 +57,7 @@ struct LinkCounters {
   uint64_t drops_queue_overflow = 0;
   uint64_t drops_link_down = 0;
   uint64_t ecn_marks = 0;
+  uint64_t duplicates = 0, reorders = 0, corruptions = 0;
   uint64_t queue_high_water_bytes = 0;
 };
 

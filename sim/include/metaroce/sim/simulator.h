@@ -25,6 +25,7 @@ struct Route {
   emulator::DropCause drop = emulator::DropCause::kNone;
   int to_host = -1;
   Nanos deliver_at = 0;
+  Nanos duplicate_at = -1;  // >= 0: a copy is delivered then as well
 };
 
 // The fabric: owns the link models; the simulator owns time and packets.

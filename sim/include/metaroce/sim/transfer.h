@@ -15,6 +15,10 @@ struct PlaneSpec {
   double rate_bps = 25e9;
   Nanos delay_ns = 2000;        // one-way propagation
   double loss = 0.0;            // both directions (data and ACKs)
+  double duplicate = 0.0;       // probability a packet is duplicated
+  double reorder = 0.0;         // probability a packet is held back by reorder_delay_ns
+  Nanos reorder_delay_ns = 0;
+  double corrupt = 0.0;         // probability of a bit flip
   uint32_t queue_limit_bytes = 4u << 20;
   uint32_t ecn_threshold_bytes = 256 * 1024;
 };
