@@ -9,6 +9,7 @@
 #include "metaroce/transport/endpoint.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/udp_frame.h"
+#include "sack_window.h"
 
 namespace metaroce::transport {
 
@@ -64,8 +65,6 @@ class ChunkBitmap {
   std::vector<uint64_t> words_;
 };
 
-// Sequence-number comparisons with wrap-around.
-inline int32_t seq_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b); }
 
 std::unique_ptr<Connection> make_metaroce_connection(Endpoint& ep, const ConnectionConfig& cfg);
 std::unique_ptr<Connection> make_rocev2_connection(Endpoint& ep, const ConnectionConfig& cfg);

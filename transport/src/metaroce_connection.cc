@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "congestion.h"
 #include "connection.h"
+#include "path_health.h"
+#include "sack_window.h"
 
 namespace metaroce::transport {
 namespace {
@@ -102,62 +105,28 @@ struct Path {
   uint8_t id = 0;
   uint8_t plane = 0;
   uint16_t src_port = 0, base_port = 0;
-  PathState state = PathState::kActive;
+  PathHealth health;
+  PathCongestion cc;
   // Sender.
   uint32_t next_seq = 0, floor = 0;
   std::array<TxRecord, kRingSize> ring{};
   uint32_t inflight = 0;
   uint64_t inflight_bytes = 0;
-  double cwnd = 0, ssthresh = 0, alpha = 0;
-  uint64_t ce_acked = 0, ce_marked = 0;
-  uint32_t ce_window_end = 0;
   double srtt = 0, rttvar = 0;
   Nanos rto = 0;
   uint32_t backoff = 0;
   Nanos last_ack_at = 0;
-  uint32_t consecutive_rtos = 0;
-  double loss_ewma = 0;
-  uint32_t degraded_packets = 0;
-  uint32_t probe_acks = 0;
   Nanos next_probe_at = 0;
   Nanos pto_at = kNever;
   bool probe_due = false;
   uint16_t probe_stream = 0;
   // Receiver.
-  uint32_t rx_cum = 0;
-  uint64_t rx_bits[4] = {0, 0, 0, 0};  // bit i = rx_cum + 1 + i
+  SackWindow rx;
   uint32_t rx_ce = 0, rx_since_ack = 0, rx_echo_ts = 0;
   uint16_t rx_entropy = 0, rx_stream = 0;
   bool ack_due = false;
   PathStats stats;
 };
-
-// Shifts a 256-bit little-endian word array right by n bits.
-void shift_right(uint64_t* w, uint32_t n) {
-  if (n >= 256) {
-    w[0] = w[1] = w[2] = w[3] = 0;
-    return;
-  }
-  const uint32_t words = n / 64, bits = n % 64;
-  for (uint32_t i = 0; i < 4; ++i) {
-    const uint32_t src = i + words;
-    uint64_t v = src < 4 ? w[src] >> bits : 0;
-    if (bits && src + 1 < 4) v |= w[src + 1] << (64 - bits);
-    w[i] = v;
-  }
-}
-
-uint32_t trailing_ones(const uint64_t* w) {
-  uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) {
-    if (w[i] == ~0ull) {
-      n += 64;
-      continue;
-    }
-    return n + static_cast<uint32_t>(__builtin_ctzll(~w[i]));
-  }
-  return n;
-}
 
 WcStatus status_for_nak(wire::NakCode c) {
   switch (c) {
@@ -212,13 +181,16 @@ class MetaRoceConnection final : public Connection {
       p.plane = cfg_.paths[i].plane;
       p.src_port = p.base_port = cfg_.paths[i].src_port;
       p.rx_entropy = p.src_port;
-      p.cwnd = static_cast<double>(t.init_cwnd_packets) * mss_;
-      p.ssthresh = static_cast<double>(t.max_cwnd_packets) * mss_;
+      p.cc = PathCongestion(CcParams{static_cast<double>(mss_), static_cast<double>(t.init_cwnd_packets),
+                                     static_cast<double>(t.max_cwnd_packets), t.additive_increase_packets,
+                                     t.dctcp_gain});
+      p.health = PathHealth(HealthParams{kLossGain, t.degraded_loss, t.degraded_ratio, t.down_after_rtos,
+                                         t.up_after_probes, t.rotate_after_degraded_packets});
       p.rto = t.min_rto_ns;
       p.stats.plane = p.plane;
       p.stats.src_port = p.src_port;
     }
-    conn_cwnd_ = static_cast<double>(t.conn_max_cwnd_packets) * mss_;
+    conn_cc_ = ConnectionCongestion(mss_, t.conn_max_cwnd_packets);
     retx_.resize(paths_.size() * kRingSize * 2 + 64);
     naks_.resize(256);
   }
@@ -345,43 +317,22 @@ class MetaRoceConnection final : public Connection {
       ep_.mutable_counters().drop_out_of_window++;
       return false;
     }
-    // The sender resolved everything below floor: slide the window up to it.
-    if (seq_diff(floor, p.rx_cum) > 0) {
-      const uint32_t k = floor - p.rx_cum;
-      const bool floor_seen = k - 1 < wire::kSackBits && ((p.rx_bits[(k - 1) / 64] >> ((k - 1) % 64)) & 1);
-      shift_right(p.rx_bits, k);
-      p.rx_cum = floor;
-      if (floor_seen) advance_cum(p);
-    }
-    const int32_t d = seq_diff(seq, p.rx_cum);
-    if (d < 0) {
-      // Below the window: a late copy; the message layer dedupes its data.
-    } else if (d == 0) {
-      advance_cum(p);
-    } else if (d <= static_cast<int32_t>(wire::kSackBits)) {
-      const uint32_t i = static_cast<uint32_t>(d - 1);
-      p.rx_bits[i / 64] |= 1ull << (i % 64);
-    } else {
+    const SackWindow::Result res = p.rx.on_packet(seq, floor);
+    if (res == SackWindow::Result::kBeyondWindow) {
       ep_.mutable_counters().drop_out_of_window++;
       return false;
     }
+    // kBelowWindow / kDuplicate: a late or repeated copy; the message layer dedupes its data.
+    const bool in_order = res == SackWindow::Result::kNew && !p.rx.has_gap() && seq + 1 == p.rx.cum();
     if (v.ecn == wire::Ecn::kCe) p.rx_ce++;
     p.rx_echo_ts = pv.common.tx_ts.get();
     p.rx_entropy = v.flow.src_port;
     p.rx_stream = pv.common.stream_id.get();
     ++p.rx_since_ack;
-    const bool gap = (p.rx_bits[0] | p.rx_bits[1] | p.rx_bits[2] | p.rx_bits[3]) != 0;
-    if (gap || d != 0 || (pv.common.flags & wire::kFlagAckReq) || p.rx_since_ack >= cfg_.tuning.ack_every ||
+    if (!in_order || (pv.common.flags & wire::kFlagAckReq) || p.rx_since_ack >= cfg_.tuning.ack_every ||
         pv.opcode == Opcode::kProbe)
       p.ack_due = true;
     return true;
-  }
-
-  // rx_cum has just been received: move past it and every contiguous SACKed seq.
-  static void advance_cum(Path& p) {
-    const uint32_t run = trailing_ones(p.rx_bits);
-    shift_right(p.rx_bits, run + 1);
-    p.rx_cum += run + 1;
   }
 
   void rx_data(const wire::PacketView& pv, Nanos now) {
@@ -666,10 +617,7 @@ class MetaRoceConnection final : public Connection {
     bool any = false;
     for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
       TxRecord& r = p.ring[seq % kRingSize];
-      const int32_t d = seq_diff(seq, cum);
-      const bool acked = d < 0 || (d >= 1 && d <= static_cast<int32_t>(wire::kSackBits) &&
-                                   wire::sack_test(b.sack, static_cast<size_t>(d - 1)));
-      if (!acked) continue;
+      if (!sack_covers(cum, b.sack, seq)) continue;
       any = true;
       highest = seq;
       if (r.state == RecState::kOutstanding) {
@@ -679,7 +627,7 @@ class MetaRoceConnection final : public Connection {
         conn_inflight_bytes_ -= r.bytes;
         newly_acked_bytes += r.bytes;
         ++newly_acked;
-        p.loss_ewma *= (1.0 - kLossGain);
+        p.health.on_delivered();
         chunk_acked(r.ref, now);
         p.stats.payload_bytes_acked += r.payload;
       } else if (r.state == RecState::kLost) {
@@ -710,21 +658,23 @@ class MetaRoceConnection final : public Connection {
     if (echo != 0 && rtt32 < 1'000'000'000u) update_rtt(p, static_cast<double>(rtt32));
     p.last_ack_at = now;
     p.backoff = 0;
-    p.consecutive_rtos = 0;
     if (p.inflight > 0) p.pto_at = now + pto(p);
     else p.pto_at = kNever;
     // Congestion control: ECN-driven, per path and per connection.
     const bool ece = b.flags & wire::kAckFlagEce;
     if (ece) p.stats.ecn_echoes++;
-    on_cc(p, newly_acked, newly_acked_bytes, ece ? b.ecn_count.get() : 0, now);
+    const double cut = p.cc.on_ack(newly_acked, newly_acked_bytes, ece ? b.ecn_count.get() : 0, p.floor, p.next_seq);
+    conn_cc_.on_ack(newly_acked_bytes, ece, cut, paths_.size());
     // A fully acknowledged request now waits on the watermark: arm its timer.
     next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
     // Health.
-    if (p.state == PathState::kDown) {
-      if (++p.probe_acks >= cfg_.tuning.up_after_probes) set_state(p, PathState::kActive);
-    } else {
-      update_health(p);
-    }
+    double others = 0;
+    for (const Path& q : paths_)
+      if (&q != &p) others += q.health.loss();
+    const double mean = paths_.size() > 1 ? others / static_cast<double>(paths_.size() - 1) : 0.0;
+    const PathState before = p.health.state();
+    if (p.health.evaluate(mean) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
+    note_state(p, before);
   }
 
   static constexpr double kLossGain = 1.0 / 64;
@@ -734,7 +684,7 @@ class MetaRoceConnection final : public Connection {
     p.inflight--;
     p.inflight_bytes -= r.bytes;
     conn_inflight_bytes_ -= r.bytes;
-    p.loss_ewma = p.loss_ewma * (1.0 - kLossGain) + kLossGain;
+    p.health.on_lost();
     p.stats.lost++;
     if (r.ref.kind != kKindProbe) queue_retransmit(r.ref);
   }
@@ -765,54 +715,6 @@ class MetaRoceConnection final : public Connection {
     return std::max<Nanos>(static_cast<Nanos>(2 * p.srtt), cfg_.tuning.min_pto_ns) << std::min<uint32_t>(p.backoff, 10);
   }
 
-  void on_cc(Path& p, uint32_t acked_packets, uint32_t acked_bytes, uint32_t marked, Nanos now) {
-    const TransportTuning& t = cfg_.tuning;
-    const double max_cwnd = static_cast<double>(t.max_cwnd_packets) * mss_;
-    const double conn_max = static_cast<double>(t.conn_max_cwnd_packets) * mss_;
-    // DCTCP-style: estimate the marked fraction over one window, cut in proportion.
-    p.ce_acked += acked_packets;
-    p.ce_marked += marked;
-    if (seq_diff(p.floor, p.ce_window_end) >= 0) {
-      const double frac = p.ce_acked ? std::min(1.0, static_cast<double>(p.ce_marked) / p.ce_acked) : 0.0;
-      p.alpha = (1 - t.dctcp_gain) * p.alpha + t.dctcp_gain * frac;
-      if (p.ce_marked > 0) {
-        p.cwnd = std::max(static_cast<double>(mss_), p.cwnd * (1 - p.alpha / 2));
-        p.ssthresh = p.cwnd;
-        conn_cwnd_ = std::max(static_cast<double>(mss_), conn_cwnd_ * (1 - p.alpha / 2 / paths_.size()));
-      }
-      p.ce_acked = p.ce_marked = 0;
-      p.ce_window_end = p.next_seq;
-    }
-    if (marked == 0 && acked_bytes) {
-      if (p.cwnd < p.ssthresh) p.cwnd += acked_bytes;
-      else p.cwnd += t.additive_increase_packets * mss_ * acked_bytes / p.cwnd;
-      conn_cwnd_ += t.additive_increase_packets * mss_ * acked_bytes / std::max(conn_cwnd_, 1.0);
-    }
-    p.cwnd = std::min(p.cwnd, max_cwnd);
-    conn_cwnd_ = std::min(conn_cwnd_, conn_max);
-    p.stats.cwnd_bytes = p.cwnd;
-    (void)now;
-  }
-
-  void update_health(Path& p) {
-    const TransportTuning& t = cfg_.tuning;
-    // Degraded: lossy in absolute terms and clearly worse than the other paths
-    // (uniform loss on every path is the fabric's state, not this path's).
-    double others = 0;
-    for (const Path& q : paths_)
-      if (&q != &p) others += q.loss_ewma;
-    const double mean = paths_.size() > 1 ? others / static_cast<double>(paths_.size() - 1) : 0.0;
-    const bool bad = p.loss_ewma > t.degraded_loss && p.loss_ewma > t.degraded_ratio * mean;
-    if (bad && p.state == PathState::kActive) set_state(p, PathState::kDegraded);
-    else if (!bad && p.state == PathState::kDegraded && p.loss_ewma < t.degraded_loss / 2)
-      set_state(p, PathState::kActive);
-    if (p.state == PathState::kDegraded && ++p.degraded_packets >= t.rotate_after_degraded_packets) {
-      rotate_entropy(p);
-      p.degraded_packets = 0;
-      p.loss_ewma = mean;
-    }
-  }
-
   void rotate_entropy(Path& p) {
     // Move to another ECMP route: a new source port in the ephemeral range.
     const uint32_t step = 7919u * (p.stats.entropy_rotations + 1) + p.id * 104729u;
@@ -821,17 +723,13 @@ class MetaRoceConnection final : public Connection {
     p.stats.entropy_rotations++;
   }
 
-  void set_state(Path& p, PathState s) {
-    if (p.state == s) return;
-    p.state = s;
-    p.stats.state = s;
+  // Bookkeeping after a health transition: stats, and a fresh window for a path
+  // that comes back so it ramps up instead of bursting its old window.
+  void note_state(Path& p, PathState before) {
+    if (p.health.state() == before) return;
+    p.stats.state = p.health.state();
     p.stats.state_changes++;
-    p.degraded_packets = 0;
-    if (s == PathState::kActive) {
-      p.cwnd = static_cast<double>(cfg_.tuning.init_cwnd_packets) * mss_;
-      p.loss_ewma = 0;
-      p.probe_acks = 0;
-    }
+    if (p.health.became_active()) p.cc.reset();
   }
 
   void chunk_acked(const ChunkRef& ref, Nanos now) {
@@ -1007,20 +905,21 @@ class MetaRoceConnection final : public Connection {
 
   // Spraying: the eligible path with the most free window, weighted by health.
   int pick_path(uint64_t ready, bool retransmit) {
-    if (conn_inflight_bytes_ + mss_ > conn_cwnd_) return -1;
+    if (conn_inflight_bytes_ + mss_ > conn_cc_.cwnd()) return -1;
     int best = -1;
     double best_score = 0;
     const size_t n = paths_.size();
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (path_rr_ + k) % n;
       Path& p = paths_[i];
-      if (p.state == PathState::kDown || !((ready >> p.plane) & 1)) continue;
+      const PathState st = p.health.state();
+      if (st == PathState::kDown || !((ready >> p.plane) & 1)) continue;
       if (p.next_seq - p.floor >= kRingSize - 1) continue;
-      const double room = p.cwnd - static_cast<double>(p.inflight_bytes);
+      const double room = p.cc.cwnd() - static_cast<double>(p.inflight_bytes);
       if (room < mss_) continue;
       double score = room;
-      if (p.state == PathState::kDegraded) score *= cfg_.tuning.degraded_weight;
-      if (retransmit && p.state == PathState::kActive) score *= 2;  // resend on a healthy path
+      if (st == PathState::kDegraded) score *= cfg_.tuning.degraded_weight;
+      if (retransmit && st == PathState::kActive) score *= 2;  // resend on a healthy path
       if (score > best_score) {
         best_score = score;
         best = static_cast<int>(i);
@@ -1171,9 +1070,9 @@ class MetaRoceConnection final : public Connection {
       b.path_id = p.id;
       b.flags = p.rx_ce ? wire::kAckFlagEce : 0;
       b.ecn_count.set(static_cast<uint16_t>(std::min<uint32_t>(p.rx_ce, 0xFFFF)));
-      b.cum_seq.set(p.rx_cum);
+      b.cum_seq.set(p.rx.cum());
       b.echo_ts.set(p.rx_echo_ts);
-      std::memcpy(b.sack, p.rx_bits, sizeof(b.sack));  // little-endian words == LSB-first bytes
+      p.rx.copy_bits(b.sack);
       wire::AckExt ext{};
       ext.rate_hint_kbps.set(ep_.rate_hint_kbps(now));
       ext.num_blocks = 1;
@@ -1194,7 +1093,7 @@ class MetaRoceConnection final : public Connection {
   bool send_probe(TxFrame& f, uint64_t ready, Nanos now) {
     for (Path& p : paths_) {
       if (!p.probe_due || !((ready >> p.plane) & 1)) continue;
-      if (p.state == PathState::kDown) {
+      if (p.health.state() == PathState::kDown) {
         // Unanswered probes of a down path are given up, so probing never stalls.
         for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
           TxRecord& r = p.ring[seq % kRingSize];
@@ -1233,7 +1132,7 @@ class MetaRoceConnection final : public Connection {
     const TransportTuning& t = cfg_.tuning;
     Nanos next = kNever;
     for (Path& p : paths_) {
-      if (p.inflight > 0 && p.state != PathState::kDown) {
+      if (p.inflight > 0 && p.health.state() != PathState::kDown) {
         const Nanos rto_at = p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8));
         if (now >= rto_at) {
           on_rto(p, now);
@@ -1244,15 +1143,15 @@ class MetaRoceConnection final : public Connection {
           p.pto_at = now + pto(p) * 2;
         }
       }
-      if (p.state == PathState::kDown && now >= p.next_probe_at) {
+      if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
         p.probe_due = true;
         p.next_probe_at = now + t.probe_interval_ns;
       }
-      if (p.inflight > 0 && p.state != PathState::kDown) {
+      if (p.inflight > 0 && p.health.state() != PathState::kDown) {
         next = std::min(next, p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8)));
         next = std::min(next, p.pto_at);
       }
-      if (p.state == PathState::kDown) next = std::min(next, p.next_probe_at);
+      if (p.health.state() == PathState::kDown) next = std::min(next, p.next_probe_at);
     }
     // Message timers: the oldest request of each stream must make progress.
     for (size_t sid = 0; sid < streams_.size(); ++sid) {
@@ -1275,7 +1174,7 @@ class MetaRoceConnection final : public Connection {
         }
         if (m.timeouts % 2 == 1) {
           for (Path& p : paths_)
-            if (p.state != PathState::kDown) {
+            if (p.health.state() != PathState::kDown) {
               p.probe_due = true;
               p.probe_stream = static_cast<uint16_t>(sid);
               break;
@@ -1306,16 +1205,16 @@ class MetaRoceConnection final : public Connection {
       if (r.state == RecState::kOutstanding) mark_lost(p, r);
     }
     advance_floor(p);
-    p.cwnd = static_cast<double>(mss_);
-    p.ssthresh = std::max(p.ssthresh / 2, 2.0 * mss_);
+    p.cc.on_timeout();
     p.backoff++;
     p.last_ack_at = now;
     p.pto_at = kNever;
-    if (++p.consecutive_rtos >= cfg_.tuning.down_after_rtos && p.state != PathState::kDown) {
-      set_state(p, PathState::kDown);
+    const PathState before = p.health.state();
+    if (p.health.on_rto() == PathHealth::Action::kRotateEntropy) {
       rotate_entropy(p);
       p.next_probe_at = now;
     }
+    note_state(p, before);
     // A path that went quiet gets a probe so its fate is learned quickly.
     p.probe_due = true;
   }
@@ -1329,13 +1228,13 @@ class MetaRoceConnection final : public Connection {
   ConnectionStats stats() const override {
     ConnectionStats s = stats_;
     s.transport = TransportKind::kMetaRoCE;
-    s.conn_cwnd_bytes = conn_cwnd_;
+    s.conn_cwnd_bytes = conn_cc_.cwnd();
     s.rate_hint_kbps = rate_hint_kbps_;
     for (const Path& p : paths_) {
       PathStats ps = p.stats;
       ps.inflight = p.inflight;
-      ps.loss_ewma = p.loss_ewma;
-      ps.cwnd_bytes = p.cwnd;
+      ps.loss_ewma = p.health.loss();
+      ps.cwnd_bytes = p.cc.cwnd();
       s.paths.push_back(ps);
     }
     return s;
@@ -1357,7 +1256,7 @@ class MetaRoceConnection final : public Connection {
   std::vector<wire::NakExt> naks_;
   uint64_t nak_head_ = 0, nak_tail_ = 0;
   uint8_t nak_path_ = 0;
-  double conn_cwnd_ = 0;
+  ConnectionCongestion conn_cc_{4096, 1};
   uint64_t conn_inflight_bytes_ = 0;
   uint32_t rate_hint_kbps_ = 0;
   double tokens_ = kPacingBurst;
