@@ -344,6 +344,75 @@ TEST(WireMetaroceLayout, WireBytesAreBigEndianAtSpecOffsets) {
   EXPECT_EQ(pkt[63], crc & 0xFF);
 }
 
+// The worked example in docs/spec/metaroce-wire-v1.md ("Worked example"), byte for byte.
+TEST(WireMetaroceLayout, SpecWorkedExampleWrite) {
+  CommonHeader c{};
+  c.version = 0x10;
+  c.opcode = static_cast<uint8_t>(Opcode::kWrite);
+  c.flags = kFlagFirst | kFlagLast | kFlagAckReq;
+  c.path_id = 2;
+  c.dst_conn_id.set(0x102);
+  c.src_conn_id.set(0x201);
+  c.stream_id.set(3);
+  c.payload_len.set(4);
+  c.path_seq.set(1000);
+  c.path_floor.set(998);
+  c.msg_seq.set(7);
+  c.msg_offset.set(0);
+  c.msg_len.set(4);
+  c.tx_ts.set(0x12345678);
+  WriteExt w{};
+  w.remote_addr.set(0x00007F0000001000ull);
+  w.rkey.set(0x42);
+  const std::vector<uint8_t> payload = {0xDE, 0xAD, 0xBE, 0xEF};
+  const auto pkt = encode(c, &w, sizeof w, payload);
+  const std::vector<uint8_t> expect = {
+      0x10, 0x01, 0x07, 0x02, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x02, 0x01, 0x00, 0x03, 0x00, 0x04,
+      0x00, 0x00, 0x03, 0xE8, 0x00, 0x00, 0x03, 0xE6, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x04, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00, 0x7F, 0x00, 0x00, 0x00, 0x10, 0x00,
+      0x00, 0x00, 0x00, 0x42, 0x00, 0x00, 0x00, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 0x4D, 0x35, 0xEB, 0x13,
+  };
+  EXPECT_EQ(pkt, expect);
+  EXPECT_EQ(decode(pkt), DecodeError::kNone);
+}
+
+// The ACK of the worked example: path 2, cum_seq 1001 (1000 received, 1001
+// missing), SACK bit 0 = 1002 received, one CE mark, 100 Gbit/s rate hint.
+TEST(WireMetaroceLayout, SpecWorkedExampleAck) {
+  CommonHeader c{};
+  c.version = 0x10;
+  c.opcode = static_cast<uint8_t>(Opcode::kAck);
+  c.path_id = 2;
+  c.dst_conn_id.set(0x201);
+  c.src_conn_id.set(0x102);
+  c.stream_id.set(3);
+  c.msg_seq.set(8);
+  c.tx_ts.set(0x12350000);
+  AckExt e{};
+  e.rate_hint_kbps.set(100'000'000);
+  e.num_blocks = 1;
+  AckBlock b{};
+  b.path_id = 2;
+  b.flags = kAckFlagEce;
+  b.ecn_count.set(1);
+  b.cum_seq.set(1001);
+  b.echo_ts.set(0x12345678);
+  sack_set(b.sack, 0);
+  const std::vector<AckBlock> blocks = {b};
+  const auto pkt = encode(c, &e, sizeof e, {}, blocks);
+  ASSERT_EQ(pkt.size(), 96u);
+  const uint8_t head[64] = {
+      0x10, 0x10, 0x00, 0x02, 0x00, 0x00, 0x02, 0x01, 0x00, 0x00, 0x01, 0x02, 0x00, 0x03, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x12, 0x35, 0x00, 0x00, 0x05, 0xF5, 0xE1, 0x00, 0x01, 0x00, 0x00, 0x00,
+      0x02, 0x01, 0x00, 0x01, 0x00, 0x00, 0x03, 0xE9, 0x12, 0x34, 0x56, 0x78, 0x01, 0x00, 0x00, 0x00,
+  };
+  EXPECT_EQ(0, std::memcmp(pkt.data(), head, sizeof head));
+  for (size_t i = 64; i < 92; ++i) EXPECT_EQ(pkt[i], 0) << i;
+  EXPECT_EQ(load_be32(pkt.data() + 92), 0x8C6926CBu);
+  EXPECT_EQ(decode(pkt), DecodeError::kNone);
+}
+
 TEST(WireMetaroceLayout, SackBitNumbering) {
   uint8_t sack[32] = {};
   sack_set(sack, 0);

@@ -45,6 +45,7 @@ size_t payload_bytes(Opcode op, size_t payload_len) {
 }
 
 uint32_t compute_icrc(std::span<const uint8_t> frame) {
+  if (frame.size() < kUdpFrameHeaderBytes + sizeof(Bth) + kIcrcBytes) return 0;  // not a RoCEv2 frame
   // Masked pseudo-header: 8 x 0xFF (the LRH that RoCEv2 does not have), then IP + UDP + BTH.
   uint8_t pseudo[8 + kIpv4HeaderBytes + kUdpHeaderBytes + sizeof(Bth)];
   std::memset(pseudo, 0xFF, 8);
@@ -64,6 +65,7 @@ uint32_t compute_icrc(std::span<const uint8_t> frame) {
 }
 
 void seal_icrc(std::span<uint8_t> frame) {
+  if (frame.size() < kUdpFrameHeaderBytes + sizeof(Bth) + kIcrcBytes) return;
   const uint32_t icrc = compute_icrc(frame);
   uint8_t* slot = frame.data() + frame.size() - kIcrcBytes;
   // Stored least significant byte first, as Linux rxe does.
@@ -108,6 +110,7 @@ bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp, Packet
     p += sizeof(Aeth);
   }
   const size_t body = udp.size() - sizeof(Bth) - ext - kIcrcBytes;
+  if ((body & 3) != 0) return false;  // PadCnt must pad the payload to a 4-byte boundary
   if (out.opcode == Opcode::kAcknowledge || out.opcode == Opcode::kReadRequest) {
     if (body != 0) return false;
   }

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "metaroce/wire/bytes.h"
@@ -102,13 +101,20 @@ std::optional<uint32_t> parse_ipv4(const char* text) {
 
 std::optional<MacAddr> parse_mac(const char* text) {
   if (text == nullptr || std::strlen(text) != 17) return std::nullopt;
+  // Exactly six pairs of hex digits separated by ':' (sscanf's %x would take signs and spaces).
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
   MacAddr m{};
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(text, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &tail) != 6)
-    return std::nullopt;
-  for (int i = 0; i < 6; ++i) m[i] = static_cast<uint8_t>(v[i]);
+  for (int i = 0; i < 6; ++i) {
+    const char* p = text + 3 * i;
+    const int hi = hex(p[0]), lo = hex(p[1]);
+    if (hi < 0 || lo < 0 || (i < 5 && p[2] != ':')) return std::nullopt;
+    m[i] = static_cast<uint8_t>((hi << 4) | lo);
+  }
   return m;
 }
 

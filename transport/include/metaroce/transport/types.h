@@ -96,7 +96,7 @@ struct TransportTuning {
   uint32_t conn_max_cwnd_packets = 4096;
   double additive_increase_packets = 1.0;  // per RTT, after slow start
   double dctcp_gain = 1.0 / 16;        // EWMA gain of the CE fraction
-  uint32_t reorder_threshold = 1;      // SACKed seqs beyond a hole before it counts as lost
+  uint32_t reorder_threshold = 1;      // seq distance from the highest SACKed seq at which a hole counts as lost
   Nanos min_rto_ns = 200'000;
   Nanos max_rto_ns = 50'000'000;
   Nanos min_pto_ns = 20'000;           // tail-loss probe after max(2 x srtt, this) without ACKs

@@ -70,7 +70,7 @@ struct CommonHeader {
   uint8_t opcode;      // Opcode
   uint8_t flags;       // kFlag* bits; undefined bits must be zero
   uint8_t path_id;     // sender's path index within the connection (0..kMaxPaths-1)
-  Be32 dst_conn_id;    // connection id at the receiving endpoint (nonzero)
+  Be32 dst_conn_id;    // connection id at the receiving endpoint (nonzero on data packets)
   Be32 src_conn_id;    // connection id at the sending endpoint (nonzero)
   Be16 stream_id;      // ordered stream within the connection
   Be16 payload_len;    // payload bytes after the extension header, before the CRC

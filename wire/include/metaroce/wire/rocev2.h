@@ -1,7 +1,7 @@
 // RoCEv2 (InfiniBand RC transport over UDP/IPv4) framing for the go-back-N baseline.
 //
 //   UDP dst 4791 | BTH 12 B | RETH 16 B (first/only WRITE, READ request) |
-//   ImmDt 4 B (…_IMM) | AETH 4 B (ACK/NAK, READ responses) | payload | ICRC 4 B
+//   ImmDt 4 B (…_IMM) | AETH 4 B (ACK/NAK) | payload | ICRC 4 B
 //
 // Field layout follows the InfiniBand Architecture Specification Vol. 1 (and
 // Linux rxe_hdr.h), so standard dissectors decode what we send.
