@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   double duration_ms = 10, warmup_ms = 1;
   uint32_t message_bytes = 64 * 1024, depth = 16;
   uint64_t seed = 1;
-  bool no_skew = false;
+  bool no_skew = false, no_faults = false;
+  double fault_ms = 4;
   std::string only;
   app.add_option("--losses", losses_text, "comma-separated loss probabilities in [0,1], both directions");
   app.add_option("--planes", planes, "number of planes")->check(CLI::Range(1, 64));
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--delay-us", delay_us, "one-way delay of each plane, us")->check(CLI::Range(0.0, 100000.0));
   app.add_option("--skew-delays-us", skew_text, "per-plane delays for the no-loss skew case (one per plane)");
   app.add_flag("--no-skew", no_skew, "skip the delay-skew case");
+  app.add_flag("--no-faults", no_faults, "skip the plane-failure and gray-failure cases");
+  app.add_option("--fault-ms", fault_ms, "fault cases: healthy, faulty and healthy again for this long each, ms")
+      ->check(CLI::Range(0.2, 1000.0));
   app.add_option("--duration-ms", duration_ms, "simulated time per run, ms")->check(CLI::Range(0.1, 10000.0));
   app.add_option("--warmup-ms", warmup_ms, "excluded from goodput, ms")->check(CLI::Range(0.0, 10000.0));
   app.add_option("--message-bytes", message_bytes, "WRITE size")->check(CLI::Range(1u, 1u << 24));
@@ -134,6 +138,75 @@ int main(int argc, char** argv) {
       run(t, "delay_skew", 0, v);
     }
   }
+  // Fault cases: goodput before, during and after a fault, and time to recover.
+  struct FaultRow {
+    std::string transport, scenario;
+    double before = 0, during = 0, after = 0;
+    double recover_us = -1, return_us = -1;  // -1: never within the window
+    TransferResult r;
+  };
+  std::vector<FaultRow> faults;
+  auto fault_case = [&](TransportKind t, const std::string& scenario) {
+    TransferConfig c;
+    c.transport = t;
+    c.planes = uniform(0);
+    c.duration_ns = static_cast<int64_t>(fault_ms * 3 * 1e6);
+    c.warmup_ns = 0;
+    c.interval_ns = 20'000;
+    c.workload.message_bytes = message_bytes;
+    c.workload.depth = depth;
+    c.workload.slots = std::max<uint32_t>(depth * 2, 32);
+    c.seed = seed;
+    const int64_t t1 = static_cast<int64_t>(fault_ms * 1e6), t2 = 2 * t1;
+    metaroce::emulator::LinkSelector sel;
+    sel.plane = 0;
+    if (scenario == "gray_failure") {
+      c.ecmp_links = 4;
+      c.paths_per_plane = 4;
+      sel.ecmp = metaroce::sim::ecmp_link_of_path(c, 0, 0);  // where plane 0's first path runs
+      metaroce::emulator::LinkPatch bad, good;
+      metaroce::emulator::LossConfig l;
+      l.kind = metaroce::emulator::LossConfig::Kind::kBernoulli;
+      l.probability = 0.10;
+      bad.loss = l;
+      good.loss = metaroce::emulator::LossConfig{};
+      c.timeline.set(t1, sel, bad, "one ECMP link of plane 0 at 10% loss");
+      c.timeline.set(t2, sel, good, "that link healthy again");
+    } else {
+      c.timeline.down(t1, sel);
+      c.timeline.up(t2, sel);
+    }
+    FaultRow f{metaroce::transport::transport_name(t), scenario};
+    f.r = metaroce::sim::run_transfer(c);
+    const auto& iv = f.r.interval_gbps;
+    const size_t i1 = static_cast<size_t>(t1 / c.interval_ns), i2 = static_cast<size_t>(t2 / c.interval_ns);
+    auto mean = [&](size_t a, size_t b) {
+      double sum = 0;
+      for (size_t i = a; i < b && i < iv.size(); ++i) sum += iv[i];
+      return b > a ? sum / static_cast<double>(b - a) : 0.0;
+    };
+    // Steady levels from the second half of each phase; recovery = first interval
+    // after the change that reaches 90% of the level the new phase settles at.
+    f.before = mean(i1 / 2, i1);
+    f.during = mean((i1 + i2) / 2, i2);
+    f.after = mean(i2 + (i2 - i1) / 2, iv.size());
+    auto first_reaching = [&](size_t from, size_t to, double level) -> double {
+      for (size_t i = from; i < to && i < iv.size(); ++i)
+        if (iv[i] >= 0.9 * level) return static_cast<double>((i + 1 - from) * c.interval_ns) / 1000.0;
+      return -1;
+    };
+    f.recover_us = first_reaching(i1, i2, f.during);
+    f.return_us = first_reaching(i2, iv.size(), f.after);
+    faults.push_back(f);
+  };
+  if (!no_faults) {
+    for (TransportKind t : {TransportKind::kMetaRoCE, TransportKind::kRoCEv2}) {
+      if (!only.empty() && only != metaroce::transport::transport_name(t)) continue;
+      fault_case(t, "plane_failure");
+      fault_case(t, "gray_failure");
+    }
+  }
+
   // retained: against the same transport's zero-loss uniform run.
   for (Row& row : rows) {
     for (const Row& base : rows)
@@ -154,7 +227,19 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(row.r.spurious_retransmits),
                 static_cast<unsigned long long>(row.r.rtos), row.r.data_verified ? "yes" : "NO");
   }
+  if (!faults.empty()) {
+    std::printf("\nFaults (plane 0 of %zu): %.1f ms healthy, %.1f ms with the fault, %.1f ms healthy again; "
+                "recover = time to 90%% of the new steady goodput\n",
+                planes, fault_ms, fault_ms, fault_ms);
+    std::printf("%-9s %-13s %10s %10s %10s %11s %11s %10s %8s\n", "transport", "scenario", "before", "during",
+                "after", "recover_us", "return_us", "retransmit", "verified");
+    for (const FaultRow& f : faults)
+      std::printf("%-9s %-13s %7.2f Gb %7.2f Gb %7.2f Gb %11.0f %11.0f %10llu %8s\n", f.transport.c_str(),
+                  f.scenario.c_str(), f.before, f.during, f.after, f.recover_us, f.return_us,
+                  static_cast<unsigned long long>(f.r.retransmits), f.r.data_verified ? "yes" : "NO");
+  }
   bool all_verified = true;
+  for (const FaultRow& f : faults) all_verified &= f.r.data_verified;
   for (const Row& row : rows) all_verified &= row.r.data_verified || row.r.messages == 0;
 
   if (!json_path.empty()) {
@@ -182,6 +267,8 @@ int main(int argc, char** argv) {
           {"link_drops_random", row.r.link_drops_random},
           {"link_drops_queue_overflow", row.r.link_drops_queue},
           {"ecn_marks", row.r.ecn_marks},
+          {"link_reorders", row.r.link_reorders},
+          {"link_duplicates", row.r.link_duplicates},
           {"interval_gbps", row.r.interval_gbps},
           {"seed", seed},
           {"duration_ms", duration_ms},
@@ -191,6 +278,24 @@ int main(int argc, char** argv) {
           {"wall_seconds", row.wall_s},
       };
       out.push_back(j);
+    }
+    for (const FaultRow& f : faults) {
+      out.push_back({{"transport", f.transport},
+                     {"scenario", f.scenario},
+                     {"planes", planes},
+                     {"goodput_before_gbps", f.before},
+                     {"goodput_during_gbps", f.during},
+                     {"goodput_after_gbps", f.after},
+                     {"recover_us", f.recover_us},
+                     {"return_us", f.return_us},
+                     {"retransmits", f.r.retransmits},
+                     {"spurious_retransmits", f.r.spurious_retransmits},
+                     {"rtos", f.r.rtos},
+                     {"data_verified", f.r.data_verified},
+                     {"interval_gbps", f.r.interval_gbps},
+                     {"interval_us", 20},
+                     {"fault_ms", fault_ms},
+                     {"seed", seed}});
     }
     std::ofstream f(json_path);
     if (!f) {

@@ -7,20 +7,35 @@
 
 namespace metaroce::emulator {
 
+namespace {
+std::optional<std::string> probability(const char* name, double v) {
+  if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + std::to_string(v) + ")";
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<std::string> validate(const LinkConfig& c) {
   if (!(c.rate_bps > 0) || !std::isfinite(c.rate_bps))
     return "rate_bps: must be a finite number > 0 (got " + std::to_string(c.rate_bps) + ")";
   if (c.prop_delay_ns < 0) return "prop_delay_ns: must be >= 0 (got " + std::to_string(c.prop_delay_ns) + ")";
   if (c.queue_limit_bytes == 0) return "queue_limit_bytes: must be > 0";
   if (c.queue_limit_packets == 0) return "queue_limit_packets: must be > 0";
-  if (!(c.loss_probability >= 0.0 && c.loss_probability <= 1.0))
-    return "loss_probability: must be in [0, 1] (got " + std::to_string(c.loss_probability) + ")";
-  for (auto [name, v] : {std::pair{"duplicate_probability", c.duplicate_probability},
+  if (c.overhead_bytes > 1024) return "overhead_bytes: must be in [0, 1024] (got " + std::to_string(c.overhead_bytes) + ")";
+  for (auto [name, v] : {std::pair{"loss_probability", c.loss_probability},
+                         std::pair{"duplicate_probability", c.duplicate_probability},
                          std::pair{"reorder_probability", c.reorder_probability},
-                         std::pair{"corrupt_probability", c.corrupt_probability}})
-    if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + std::to_string(v) + ")";
+                         std::pair{"corrupt_probability", c.corrupt_probability},
+                         std::pair{"red_max_p", c.red_max_p}})
+    if (auto e = probability(name, v)) return e;
   if (c.reorder_delay_ns < 0) return "reorder_delay_ns: must be >= 0 (got " + std::to_string(c.reorder_delay_ns) + ")";
-  if (c.overhead_bytes > 1024) return "overhead_bytes: must be in [0, 1024]";
+  if (c.red_max_bytes < c.red_min_bytes)
+    return "red_max_bytes: must be >= red_min_bytes (" + std::to_string(c.red_min_bytes) + ")";
+  if (c.flap.period_ns < 0 || c.flap.down_ns < 0) return "flap: period_ns and down_ns must be >= 0";
+  if (c.flap.period_ns > 0 && c.flap.down_ns >= c.flap.period_ns)
+    return "flap.down_ns: must be < flap.period_ns (" + std::to_string(c.flap.period_ns) + ")";
+  if (auto e = validate(c.loss)) return e;
+  if (auto e = validate(c.delay)) return e;
+  if (auto e = validate(c.reorder)) return e;
   return std::nullopt;
 }
 
@@ -31,17 +46,38 @@ const char* drop_cause_name(DropCause c) {
     case DropCause::kQueueOverflow: return "queue_overflow";
     case DropCause::kLinkDown: return "link_down";
     case DropCause::kCorrupted: return "corrupted";
+    case DropCause::kNoRoute: return "no_route";
   }
   return "unknown";
 }
 
-Link::Link(const LinkConfig& config, uint64_t seed) : config_(config), rng_(seed) {}
+Link::Link(const LinkConfig& config, uint64_t seed) : config_(config), rng_(seed) { build_models(); }
+
+void Link::build_models() {
+  LossConfig l = config_.loss;
+  if (l.kind == LossConfig::Kind::kNone && config_.loss_probability > 0) {
+    l.kind = LossConfig::Kind::kBernoulli;
+    l.probability = config_.loss_probability;
+  }
+  loss_ = LossModel(l);
+  delay_ = DelayModel(config_.delay);
+  reorder_ = Reorderer(config_.reorder);
+  wire_impaired_ = l.kind != LossConfig::Kind::kNone || config_.delay.delay_ns != 0 || config_.delay.jitter_ns != 0 ||
+                   config_.reorder.probability > 0 || config_.reorder_probability > 0 ||
+                   config_.duplicate_probability > 0 || config_.corrupt_probability > 0;
+}
+
+void Link::reconfigure(const LinkConfig& config, Nanos) {
+  config_ = config;
+  build_models();
+}
 
 void Link::drain(Nanos now) {
   const int64_t now_ps = now * 1000;
-  while (!queue_.empty() && queue_.front().depart_ps <= now_ps) {
-    backlog_bytes_ -= queue_.front().bytes;
-    queue_.pop_front();
+  while (count_ > 0 && ring_[head_].depart_ps <= now_ps) {
+    backlog_bytes_ -= ring_[head_].bytes;
+    head_ = (head_ + 1) & (ring_.size() - 1);
+    --count_;
   }
 }
 
@@ -54,11 +90,20 @@ Nanos Link::drained_to(uint64_t target, Nanos now) {
   drain(now);
   uint64_t remaining = backlog_bytes_;
   if (remaining <= target) return now;
-  for (const Queued& q : queue_) {
+  for (size_t i = 0; i < count_; ++i) {
+    const Queued& q = ring_[(head_ + i) & (ring_.size() - 1)];
     remaining -= q.bytes;
     if (remaining <= target) return (q.depart_ps + 999) / 1000;
   }
   return now;
+}
+
+bool Link::is_up(Nanos now) const {
+  if (!config_.up) return false;
+  const FlapConfig& f = config_.flap;
+  if (f.period_ns <= 0 || now < f.start_ns) return true;
+  const Nanos phase = (now - f.start_ns) % f.period_ns;
+  return phase < f.period_ns - f.down_ns;
 }
 
 LinkVerdict Link::submit(std::span<uint8_t> frame, Nanos now) {
@@ -66,20 +111,28 @@ LinkVerdict Link::submit(std::span<uint8_t> frame, Nanos now) {
   const uint32_t bytes = static_cast<uint32_t>(frame.size());
   counters_.packets_in++;
   counters_.bytes_in += bytes;
-  if (!config_.up) {
+  if (!is_up(now)) {
     counters_.drops_link_down++;
     v.drop = DropCause::kLinkDown;
     return v;
   }
   drain(now);
-  if (backlog_bytes_ + bytes > config_.queue_limit_bytes || queue_.size() >= config_.queue_limit_packets) {
+  if (backlog_bytes_ + bytes > config_.queue_limit_bytes || count_ >= config_.queue_limit_packets) {
     counters_.drops_queue_overflow++;
     v.drop = DropCause::kQueueOverflow;
     return v;
   }
-  if (config_.ecn_threshold_bytes && backlog_bytes_ >= config_.ecn_threshold_bytes) {
+  bool mark = config_.ecn_threshold_bytes && backlog_bytes_ >= config_.ecn_threshold_bytes;
+  if (!mark && config_.red_max_bytes > 0 && backlog_bytes_ >= config_.red_min_bytes) {
+    const double span = static_cast<double>(config_.red_max_bytes - config_.red_min_bytes);
+    const double p = backlog_bytes_ >= config_.red_max_bytes
+                         ? 1.0
+                         : config_.red_max_p * (span > 0 ? (backlog_bytes_ - config_.red_min_bytes) / span : 1.0);
+    mark = rng_.bernoulli(p);
+  }
+  if (mark) {
     const auto ecn = wire::frame_ecn(frame);
-    if (ecn == wire::Ecn::kEct0 || ecn == wire::Ecn::kEct1) {
+    if (ecn == wire::Ecn::kEct0 || ecn == wire::Ecn::kEct1) {  // non-ECT frames are never marked
       wire::set_frame_ecn(frame, wire::Ecn::kCe);
       counters_.ecn_marks++;
       v.ecn_marked = true;
@@ -90,33 +143,54 @@ LinkVerdict Link::submit(std::span<uint8_t> frame, Nanos now) {
   const double wire_bits = 8.0 * (bytes + config_.overhead_bytes);
   const int64_t ser_ps = static_cast<int64_t>(std::llround(wire_bits * 1e12 / config_.rate_bps));
   free_at_ps_ = start_ps + ser_ps;
-  queue_.push_back({free_at_ps_, bytes});
+  if (count_ == ring_.size()) {  // deepest queue so far: grow (control-path rare event)
+    std::vector<Queued> bigger(ring_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+  ring_[(head_ + count_) & (ring_.size() - 1)] = {free_at_ps_, bytes};
+  ++count_;
   backlog_bytes_ += bytes;
   counters_.queue_high_water_bytes = std::max<uint64_t>(counters_.queue_high_water_bytes, backlog_bytes_);
-  // Loss happens on the wire: the packet has used its share of the link.
-  if (rng_.bernoulli(config_.loss_probability)) {
+  const Nanos departed = (free_at_ps_ + 999) / 1000 + config_.prop_delay_ns;
+  if (!wire_impaired_) {  // a clean wire: no random draws at all
+    v.deliver_at = departed;
+    counters_.packets_out++;
+    counters_.bytes_out += bytes;
+    delay_hist_.record(v.deliver_at - now);
+    return v;
+  }
+  if (loss_.drop(rng_)) {
     counters_.drops_random_loss++;
     v.drop = DropCause::kRandomLoss;
     return v;
   }
-  counters_.packets_out++;
-  counters_.bytes_out += bytes;
-  v.deliver_at = (free_at_ps_ + 999) / 1000 + config_.prop_delay_ns;
-  if (rng_.bernoulli(config_.corrupt_probability) && !frame.empty()) {
+  if (config_.corrupt_probability > 0 && rng_.bernoulli(config_.corrupt_probability) && !frame.empty()) {
     const uint64_t bit = rng_.below(frame.size() * 8);
     frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     counters_.corruptions++;
     v.corrupted = true;
   }
-  if (rng_.bernoulli(config_.reorder_probability)) {
-    v.deliver_at += config_.reorder_delay_ns;
-    counters_.reorders++;
+  if (reorder_.send_now(rng_)) {
+    v.deliver_at = departed;  // skips the extra delay: overtakes frames still delayed
     v.reordered = true;
+    counters_.reorders++;
+  } else {
+    v.deliver_at = delay_.arrival(departed, rng_);
   }
-  if (rng_.bernoulli(config_.duplicate_probability)) {
+  if (config_.reorder_probability > 0 && rng_.bernoulli(config_.reorder_probability)) {
+    v.deliver_at += config_.reorder_delay_ns;
+    v.reordered = true;
+    counters_.reorders++;
+  }
+  if (config_.duplicate_probability > 0 && rng_.bernoulli(config_.duplicate_probability)) {
     v.duplicate_at = v.deliver_at;
     counters_.duplicates++;
   }
+  counters_.packets_out++;
+  counters_.bytes_out += bytes;
+  delay_hist_.record(v.deliver_at - now);
   return v;
 }
 

@@ -43,6 +43,31 @@ void TwoHostFabric::set_plane_up(uint8_t plane, bool up) {
   link(1, plane).set_up(up);
 }
 
+Route EmulatedFabric::step(emulator::FramePosition pos, std::span<uint8_t> frame, Nanos now) {
+  if (runner_) runner_->apply_due(now);  // changes take effect at exactly their instant
+  Route r;
+  Nanos at = 0, dup = -1;
+  r.drop = f_.forward(pos, frame, now, &at, &dup);
+  if (r.drop != emulator::DropCause::kNone) return r;
+  r.deliver_at = at;
+  r.duplicate_at = dup;
+  r.pos = pos;
+  r.in_transit = pos.hop != emulator::Hop::kDelivered;
+  r.to_host = static_cast<int>(pos.to);
+  return r;
+}
+
+Route EmulatedFabric::forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) {
+  emulator::FramePosition pos;
+  pos.from = static_cast<uint32_t>(from_host);
+  pos.plane = plane;
+  return step(pos, frame, now);
+}
+
+Route EmulatedFabric::advance(const emulator::FramePosition& pos, std::span<uint8_t> frame, Nanos now) {
+  return step(pos, frame, now);
+}
+
 Simulator::Simulator(Fabric& fabric) : fabric_(fabric) {}
 Simulator::~Simulator() = default;
 
@@ -103,18 +128,7 @@ void Simulator::service(int host) {
       }
       Packet& pk = packets_[slots[i]];
       pk.len = burst[i].len;
-      const Route r = fabric_.forward(host, burst[i].plane, {pk.data.data(), pk.len}, now_);
-      if (r.drop == emulator::DropCause::kNone && r.to_host >= 0 && r.to_host < static_cast<int>(hosts_.size())) {
-        push(r.deliver_at, Kind::kDeliver, r.to_host, slots[i]);
-        if (r.duplicate_at >= 0) {
-          const uint32_t len = pk.len;
-          const uint32_t copy = alloc_packet();  // may grow packets_: index again, pk is stale
-          packets_[copy].len = len;
-          std::memcpy(packets_[copy].data.data(), packets_[slots[i]].data.data(), len);
-          push(r.duplicate_at, Kind::kDeliver, r.to_host, copy);
-        }
-      } else
-        free_packets_.push_back(slots[i]);
+      route(slots[i], fabric_.forward(host, burst[i].plane, {pk.data.data(), pk.len}, now_));
     }
     if (n < kBurst) break;
   }
@@ -123,6 +137,24 @@ void Simulator::service(int host) {
     if (!fabric_.egress_ready(host, static_cast<uint8_t>(p), now_))
       next = std::min(next, fabric_.egress_ready_at(host, static_cast<uint8_t>(p), now_));
   if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));
+}
+
+void Simulator::route(uint32_t slot, const Route& r) {
+  if (r.drop != emulator::DropCause::kNone || r.to_host < 0 || r.to_host >= static_cast<int>(hosts_.size())) {
+    free_packets_.push_back(slot);
+    return;
+  }
+  packets_[slot].in_transit = r.in_transit;
+  packets_[slot].pos = r.pos;
+  push(r.deliver_at, Kind::kDeliver, r.to_host, slot);
+  if (r.duplicate_at >= 0) {
+    const uint32_t copy = alloc_packet();  // may grow packets_: index again, no references held
+    packets_[copy].len = packets_[slot].len;
+    packets_[copy].in_transit = r.in_transit;
+    packets_[copy].pos = r.pos;
+    std::memcpy(packets_[copy].data.data(), packets_[slot].data.data(), packets_[slot].len);
+    push(r.duplicate_at, Kind::kDeliver, r.to_host, copy);
+  }
 }
 
 void Simulator::run_until(Nanos t) {
@@ -134,6 +166,11 @@ void Simulator::run_until(Nanos t) {
     switch (e.kind) {
       case Kind::kDeliver: {
         Packet& pk = packets_[e.index];
+        if (pk.in_transit) {  // reached the next fabric hop
+          const emulator::FramePosition pos = pk.pos;
+          route(e.index, fabric_.advance(pos, {pk.data.data(), pk.len}, now_));
+          break;
+        }
         hosts_[e.host]->on_frame({pk.data.data(), pk.len}, now_);
         free_packets_.push_back(e.index);
         if (activity_) activity_(e.host);

@@ -1,6 +1,9 @@
 #include "metaroce/sim/transfer.h"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "metaroce/wire/metaroce.h"
 
 namespace metaroce::sim {
 
@@ -9,27 +12,86 @@ constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;  // simulated only; nev
 const wire::MacAddr kMacA{0x02, 0, 0, 0, 0, 1}, kMacB{0x02, 0, 0, 0, 0, 2};
 }  // namespace
 
+namespace {
+uint16_t path_port(const TransferConfig& cfg, uint32_t plane, uint32_t k) {
+  const size_t index = cfg.transport == transport::TransportKind::kMetaRoCE ? k * cfg.planes.size() + plane : plane;
+  return static_cast<uint16_t>(49152 + index * 97);
+}
+}  // namespace
+
+uint32_t ecmp_link_of_path(const TransferConfig& cfg, uint32_t plane, uint32_t k) {
+  emulator::FabricConfig fc;
+  fc.planes = static_cast<uint32_t>(cfg.planes.size());
+  fc.ecmp_links = cfg.ecmp_links;
+  emulator::Fabric f(fc);
+  std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes);
+  wire::UdpFlow flow;
+  flow.src_ip = kIpA;
+  flow.dst_ip = kIpB;
+  flow.src_port = path_port(cfg, plane, k);
+  flow.dst_port = cfg.transport == transport::TransportKind::kMetaRoCE ? wire::kDefaultUdpPort : 4791;
+  wire::encode_udp_headers(frame, flow, wire::Ecn::kNotEct, 0, 0);
+  return static_cast<uint32_t>(std::max(0, f.ecmp_index(frame)));
+}
+
 TransferResult run_transfer(const TransferConfig& cfg) {
   using namespace transport;
-  std::vector<TwoHostFabric::PlaneConfig> planes;
   double capacity = 0;
-  for (const PlaneSpec& p : cfg.planes) {
-    emulator::LinkConfig l;
-    l.rate_bps = p.rate_bps;
-    l.prop_delay_ns = p.delay_ns;
-    l.loss_probability = p.loss;
-    l.duplicate_probability = p.duplicate;
-    l.reorder_probability = p.reorder;
-    l.reorder_delay_ns = p.reorder_delay_ns;
-    l.corrupt_probability = p.corrupt;
-    l.queue_limit_bytes = p.queue_limit_bytes;
-    l.ecn_threshold_bytes = p.ecn_threshold_bytes;
-    if (auto e = emulator::validate(l)) throw std::invalid_argument("planes[]." + *e);
-    planes.push_back({l, l});
+  emulator::FabricConfig fc;
+  fc.hosts = 2;
+  fc.planes = static_cast<uint32_t>(cfg.planes.size());
+  fc.ecmp_links = cfg.ecmp_links;
+  fc.host_ips = {kIpA, kIpB};
+  fc.seed = cfg.seed;
+  if (auto e = emulator::validate(fc)) throw std::invalid_argument(*e);
+  emulator::Fabric fabric(fc);
+  for (size_t i = 0; i < cfg.planes.size(); ++i) {
+    const PlaneSpec& p = cfg.planes[i];
+    emulator::LinkConfig port;
+    port.rate_bps = p.rate_bps;
+    port.prop_delay_ns = 0;
+    port.queue_limit_bytes = p.queue_limit_bytes;
+    port.ecn_threshold_bytes = p.ecn_threshold_bytes;
+    if (auto e = fabric.set_port_config(static_cast<uint32_t>(i), port))
+      throw std::invalid_argument("planes[" + std::to_string(i) + "]." + *e);
+    emulator::LinkSelector sel;
+    sel.plane = static_cast<uint32_t>(i);
+    emulator::LinkPatch patch;
+    patch.rate_bps = p.rate_bps;
+    patch.prop_delay_ns = p.delay_ns;
+    patch.queue_limit_bytes = p.queue_limit_bytes;
+    patch.ecn_threshold_bytes = p.ecn_threshold_bytes;
+    emulator::LossConfig loss;
+    loss.kind = p.loss > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
+    loss.probability = p.loss;
+    patch.loss = loss;
+    patch.duplicate_probability = p.duplicate;
+    patch.corrupt_probability = p.corrupt;
+    if (auto e = fabric.apply(sel, patch, 0)) throw std::invalid_argument("planes[" + std::to_string(i) + "]." + *e);
+    if (p.reorder > 0) {  // hold-back reordering is a LinkConfig field outside LinkPatch
+      for (uint32_t k = 0; k < fc.ecmp_links; ++k)
+        for (auto [a, b] : {std::pair{0u, 1u}, std::pair{1u, 0u}}) {
+          emulator::Link& l = fabric.ecmp_link(static_cast<uint32_t>(i), a, b, k);
+          emulator::LinkConfig c = l.config();
+          c.reorder_probability = p.reorder;
+          c.reorder_delay_ns = p.reorder_delay_ns;
+          if (auto e = emulator::validate(c)) throw std::invalid_argument("planes[" + std::to_string(i) + "]." + *e);
+          l.reconfigure(c);
+        }
+    }
     capacity += p.rate_bps;
   }
-  TwoHostFabric fabric(planes, cfg.seed);
-  Simulator sim(fabric);
+  emulator::Timeline timeline = cfg.timeline;
+  for (const PlaneEvent& e : cfg.events) {
+    emulator::LinkSelector sel;
+    sel.plane = e.plane;
+    if (e.up) timeline.up(e.at_ns, sel);
+    else timeline.down(e.at_ns, sel);
+  }
+  if (auto e = timeline.validate(fabric.config())) throw std::invalid_argument(*e);
+  EmulatedFabric sim_fabric(fabric);
+  sim_fabric.set_timeline(timeline);
+  Simulator sim(sim_fabric);
 
   EndpointConfig ea, eb;
   ea.ip = kIpA, ea.mac = kMacA, ea.inbound_capacity_bps = capacity;
@@ -66,17 +128,18 @@ TransferResult run_transfer(const TransferConfig& cfg) {
     std::vector<PathConfig> paths;
     for (uint32_t k = 0; k < cfg.paths_per_plane; ++k)
       for (size_t p = 0; p < cfg.planes.size(); ++p)
-        paths.push_back({static_cast<uint8_t>(p), static_cast<uint16_t>(49152 + paths.size() * 97)});
+        paths.push_back({static_cast<uint8_t>(p), path_port(cfg, static_cast<uint32_t>(p), k)});
     connect(1, paths);
   } else {
     // A RoCEv2 QP is pinned to one path: one QP per plane uses every plane.
     for (size_t p = 0; p < cfg.planes.size(); ++p)
-      connect(static_cast<uint32_t>(1 + p), {{static_cast<uint8_t>(p), static_cast<uint16_t>(49152 + p * 97)}});
+      connect(static_cast<uint32_t>(1 + p), {{static_cast<uint8_t>(p), path_port(cfg, static_cast<uint32_t>(p), 0)}});
   }
 
   WriteWorkload work(sim, a, ha, b, conns, cfg.workload);
   sim.on_host_activity([&](int h) { work.on_activity(h); });
-  for (const PlaneEvent& e : cfg.events) sim.at(e.at_ns, [&fabric, e] { fabric.set_plane_up(e.plane, e.up); });
+  // Apply timeline changes at their instants even when no frame passes then.
+  for (const auto& e : timeline.events()) sim.at(e.at_ns, [&sim_fabric, t = e.at_ns] { sim_fabric.apply_due(t); });
   work.start();
   sim.run_until(cfg.duration_ns);
 
@@ -104,14 +167,15 @@ TransferResult run_transfer(const TransferConfig& cfg) {
                                                                          : sb.duplicates_received;
     if (cfg.transport == TransportKind::kMetaRoCE) r.paths = sa.paths;
   }
-  for (size_t p = 0; p < cfg.planes.size(); ++p)
-    for (int from = 0; from < 2; ++from) {
-      const auto& c = fabric.link(from, static_cast<uint8_t>(p)).counters();
-      r.link_drops_random += c.drops_random_loss;
-      r.link_drops_queue += c.drops_queue_overflow;
-      r.link_drops_down += c.drops_link_down;
-      r.ecn_marks += c.ecn_marks;
-    }
+  const emulator::FabricCounters c = fabric.counters();
+  r.link_drops_random = c.total.drops_random_loss;
+  r.link_drops_queue = c.total.drops_queue_overflow;
+  r.link_drops_down = c.total.drops_link_down;
+  r.ecn_marks = c.total.ecn_marks;
+  r.link_reorders = c.total.reorders;
+  r.link_duplicates = c.total.duplicates;
+  r.link_corruptions = c.total.corruptions;
+  r.endpoint_checksum_drops = a.counters().drop_checksum + b.counters().drop_checksum;
   r.events = sim.events_processed();
   return r;
 }

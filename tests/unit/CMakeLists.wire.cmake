@@ -25,4 +25,4 @@ target_compile_features(wire_tests PRIVATE cxx_std_20)
 target_link_libraries(wire_tests PRIVATE metaroce_wire GTest::gtest_main)
 gtest_discover_tests(wire_tests
   DISCOVERY_TIMEOUT 60
-  PROPERTIES LABELS "unit;wire" TIMEOUT 120)
+  PROPERTIES LABELS "wire" TIMEOUT 120)

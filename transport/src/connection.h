@@ -22,6 +22,10 @@ class Connection {
   virtual PostError post_recv(uint16_t stream, const RecvRequest& rr) = 0;
   // frame is the whole Ethernet frame, v its parsed UDP view.
   virtual void on_packet(const wire::UdpFrameView& v, std::span<const uint8_t> frame, Nanos now) = 0;
+  // MetaRoCE packets arrive already CRC-checked and decoded by the endpoint.
+  virtual void on_metaroce_packet(const wire::UdpFrameView& v, const wire::PacketView& pv, Nanos now) {
+    (void)v, (void)pv, (void)now;
+  }
   // Produces at most one frame into f when something may be sent on a ready plane.
   virtual bool poll_tx(TxFrame& f, uint64_t ready_planes, Nanos now) = 0;
   virtual Nanos next_deadline() const = 0;

@@ -227,22 +227,25 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
     return;
   }
   if (v->flow.dst_port == config_.metaroce_udp_port) {
-    if (v->payload.size() < sizeof(wire::CommonHeader)) {
-      counters_.drop_decode++;
+    // Integrity first: a corrupted connection id must count as corruption, not
+    // as an unknown connection, and never reach a connection.
+    wire::PacketView pv;
+    const wire::DecodeError err = wire::decode_packet(v->payload, pv);
+    if (err != wire::DecodeError::kNone) {
+      (err == wire::DecodeError::kBadChecksum ? counters_.drop_checksum : counters_.drop_decode)++;
       return;
     }
-    const uint32_t dst = wire::load_be32(v->payload.data() + offsetof(wire::CommonHeader, dst_conn_id));
-    auto it = by_id_.find(dst);
+    auto it = by_id_.find(pv.common.dst_conn_id.get());
     if (it == by_id_.end()) {
       counters_.drop_unknown_connection++;
-      reply_unknown_connection(*v, v->payload);
+      reply_unknown_connection(*v, pv);
       return;
     }
     if (it->second->config().peer_ip != v->flow.src_ip) {
       counters_.drop_wrong_peer++;
       return;
     }
-    it->second->on_packet(*v, frame, now);
+    it->second->on_metaroce_packet(*v, pv, now);
     return;
   }
   if (v->flow.dst_port == wire::rocev2::kUdpPort) {
@@ -266,10 +269,9 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
   counters_.drop_not_ours++;
 }
 
-void Endpoint::reply_unknown_connection(const wire::UdpFrameView& v, std::span<const uint8_t> payload) {
-  // Only answer packets that are intact MetaRoCE data: never reflect garbage.
-  wire::PacketView pv;
-  if (wire::decode_packet(payload, pv) != wire::DecodeError::kNone || !wire::is_data_opcode(pv.opcode)) return;
+void Endpoint::reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv) {
+  // Only answer intact MetaRoCE data packets (never ACK/NAK: no NAK storms).
+  if (!wire::is_data_opcode(pv.opcode)) return;
   if (pv.common.src_conn_id.get() == 0 || pending_naks_.size() >= 64) return;
   PendingNak n;
   n.flow = v.flow;

@@ -26,6 +26,7 @@ constexpr uint8_t kKindProbe = 2;
 struct ChunkRef {
   uint16_t stream = 0;
   uint8_t kind = kKindRequest;
+  uint8_t attempt = 0;  // the message's send round (RNR restarts start a new one)
   uint32_t msg_seq = 0;
   uint32_t chunk = 0;
 };
@@ -66,6 +67,7 @@ struct TxMsg {
   Nanos last_progress = 0;
   Nanos resume_at = 0;  // RNR back-off: nothing sent before this
   uint32_t rnr_count = 0, timeouts = 0;
+  uint8_t attempt = 0;  // ACKs of an earlier round (refused by RNR) must not count
 };
 
 struct RxMsg {
@@ -78,6 +80,12 @@ struct RxMsg {
   uint32_t imm = 0, recv_seq = 0;
   WcStatus recv_status = WcStatus::kSuccess;
   wire::NakCode nak = wire::NakCode::kInvalidRequest;
+  // READ / atomic requests execute in stream order (when they reach rx_base),
+  // so a READ sees earlier WRITEs and atomics apply in post order.
+  bool exec_pending = false;
+  uint64_t req_addr = 0, req_operand = 0, req_compare = 0;
+  uint32_t req_rkey = 0, req_len = 0;
+  uint8_t req_path = 0;
   ChunkBitmap bits;
 };
 
@@ -282,15 +290,11 @@ class MetaRoceConnection final : public Connection {
 
   // ---------------------------------------------------------------- receive
 
-  void on_packet(const wire::UdpFrameView& v, std::span<const uint8_t>, Nanos now) override {
+  void on_packet(const wire::UdpFrameView&, std::span<const uint8_t>, Nanos) override {}
+
+  // The endpoint has validated the CRC and decoded the packet before dispatch.
+  void on_metaroce_packet(const wire::UdpFrameView& v, const wire::PacketView& pv, Nanos now) override {
     last_now_ = now;
-    wire::PacketView pv;
-    const wire::DecodeError err = wire::decode_packet(v.payload, pv);
-    if (err != wire::DecodeError::kNone) {
-      auto& c = ep_.mutable_counters();
-      (err == wire::DecodeError::kBadChecksum ? c.drop_checksum : c.drop_decode)++;
-      return;
-    }
     if (pv.opcode == Opcode::kAck) return on_ack(pv, now);
     if (pv.opcode == Opcode::kNak) return on_nak(pv, now);
     const uint8_t path_id = pv.common.path_id;
@@ -368,7 +372,8 @@ class MetaRoceConnection final : public Connection {
     }
     if (!m.active) {
       m.active = true;
-      m.complete = m.failed = false;
+      m.complete = m.failed = m.exec_pending = false;
+      m.req_path = pv.common.path_id;
       m.msg_seq = mseq;
       m.opcode = pv.opcode;
       m.len = mlen;
@@ -386,11 +391,16 @@ class MetaRoceConnection final : public Connection {
     switch (pv.opcode) {
       case Opcode::kWrite:
       case Opcode::kWriteImm: {
-        uint8_t* dst = nullptr;
-        const AccessCheck a = ep_.memory().check(pv.ext.write.rkey.get(), pv.ext.write.remote_addr.get(), plen,
-                                                 kAccessRemoteWrite, &dst);
+        // Every packet checks the whole message's range (its address minus its
+        // offset, for msg_len bytes): a message that would leave the region is
+        // refused before any of its packets lands, whichever arrives first.
+        const uint64_t addr = pv.ext.write.remote_addr.get();
+        uint8_t* base = nullptr;
+        const AccessCheck a = addr < off ? AccessCheck::kOutOfBounds
+                                         : ep_.memory().check(pv.ext.write.rkey.get(), addr - off, mlen,
+                                                              kAccessRemoteWrite, &base);
         if (a != AccessCheck::kOk) return fail_rx(s, sid, m, pv, nak_for(a));
-        std::memcpy(dst, pv.payload.data(), plen);
+        std::memcpy(base + off, pv.payload.data(), plen);
         m.imm = pv.ext.write.imm.get();
         break;
       }
@@ -420,43 +430,26 @@ class MetaRoceConnection final : public Connection {
       case Opcode::kReadReq: {
         const uint32_t len = pv.ext.read_req.length.get();
         if (len > cfg_.max_message_bytes) return fail_rx(s, sid, m, pv, wire::NakCode::kInvalidRequest);
-        uint8_t* src = nullptr;
         const AccessCheck a = ep_.memory().check(pv.ext.read_req.rkey.get(), pv.ext.read_req.remote_addr.get(),
-                                                 len, kAccessRemoteRead, &src);
+                                                 len, kAccessRemoteRead, nullptr);
         if (a != AccessCheck::kOk) return fail_rx(s, sid, m, pv, nak_for(a));
-        TxMsg* r = new_response(s, mseq);
-        if (!r) {  // no room for the response now: the requester retries
-          m.active = false;
-          return nak(sid, pv, wire::NakCode::kRnr);
-        }
-        r->opcode = Opcode::kReadResp;
-        r->local = src;
-        r->length = len;
-        r->chunks = chunks_for(len);
+        m.req_addr = pv.ext.read_req.remote_addr.get();
+        m.req_rkey = pv.ext.read_req.rkey.get();
+        m.req_len = len;
+        m.exec_pending = true;
         break;
       }
       case Opcode::kFetchAdd:
       case Opcode::kCmpSwap: {
         const uint64_t addr = pv.ext.atomic.remote_addr.get();
         if (addr & 7) return fail_rx(s, sid, m, pv, wire::NakCode::kInvalidRequest);
-        uint8_t* target = nullptr;
-        const AccessCheck a = ep_.memory().check(pv.ext.atomic.rkey.get(), addr, 8, kAccessRemoteAtomic, &target);
+        const AccessCheck a = ep_.memory().check(pv.ext.atomic.rkey.get(), addr, 8, kAccessRemoteAtomic, nullptr);
         if (a != AccessCheck::kOk) return fail_rx(s, sid, m, pv, nak_for(a));
-        TxMsg* r = new_response(s, mseq);
-        if (!r) {
-          m.active = false;
-          return nak(sid, pv, wire::NakCode::kRnr);
-        }
-        uint64_t old;
-        std::memcpy(&old, target, 8);
-        uint64_t nv = old;
-        if (pv.opcode == Opcode::kFetchAdd) nv = old + pv.ext.atomic.operand.get();
-        else if (old == pv.ext.atomic.compare.get()) nv = pv.ext.atomic.operand.get();
-        std::memcpy(target, &nv, 8);
-        r->opcode = Opcode::kAtomicResp;
-        r->operand = old;
-        r->length = 0;
-        r->chunks = 1;
+        m.req_addr = addr;
+        m.req_rkey = pv.ext.atomic.rkey.get();
+        m.req_operand = pv.ext.atomic.operand.get();
+        m.req_compare = pv.ext.atomic.compare.get();
+        m.exec_pending = true;
         break;
       }
       default: return;
@@ -491,6 +484,12 @@ class MetaRoceConnection final : public Connection {
         s.rx_error = true;
         return;
       }
+      if (m.exec_pending) {
+        // No room for the response yet: stay here; a freed response slot slides again.
+        if (!execute_request(s, sid, m)) return;
+        m.exec_pending = false;
+        if (m.failed) continue;
+      }
       if (m.opcode == Opcode::kSend || m.opcode == Opcode::kSendImm) {
         emit_recv(s, sid, m, WcStatus::kSuccess);
         s.consumed_count++;
@@ -500,6 +499,41 @@ class MetaRoceConnection final : public Connection {
       m.active = false;
       ++s.rx_base;
     }
+  }
+
+  // Executes a READ or atomic at the head of its stream. False: no response slot.
+  bool execute_request(Stream& s, uint16_t sid, RxMsg& m) {
+    const bool read = m.opcode == Opcode::kReadReq;
+    uint8_t* p = nullptr;
+    // Re-checked at execution: the region may have been deregistered meanwhile.
+    const AccessCheck a = ep_.memory().check(m.req_rkey, m.req_addr, read ? m.req_len : 8,
+                                             read ? kAccessRemoteRead : kAccessRemoteAtomic, &p);
+    if (a != AccessCheck::kOk) {
+      m.failed = true;
+      m.nak = nak_for(a);
+      queue_nak(sid, m.msg_seq, 0, m.nak, m.req_path);
+      return true;
+    }
+    TxMsg* r = new_response(s, m.msg_seq);
+    if (!r) return false;
+    if (read) {
+      r->opcode = Opcode::kReadResp;
+      r->local = p;
+      r->length = m.req_len;
+      r->chunks = chunks_for(m.req_len);
+    } else {
+      uint64_t old;
+      std::memcpy(&old, p, 8);
+      uint64_t nv = old;
+      if (m.opcode == Opcode::kFetchAdd) nv = old + m.req_operand;
+      else if (old == m.req_compare) nv = m.req_operand;
+      std::memcpy(p, &nv, 8);
+      r->opcode = Opcode::kAtomicResp;
+      r->operand = old;
+      r->length = 0;
+      r->chunks = 1;
+    }
+    return true;
   }
 
   void emit_recv(Stream& s, uint16_t sid, const RxMsg& m, WcStatus st) {
@@ -578,15 +612,18 @@ class MetaRoceConnection final : public Connection {
   }
 
   void nak(uint16_t sid, const wire::PacketView& pv, wire::NakCode code) {
+    queue_nak(sid, pv.common.msg_seq.get(), pv.common.msg_offset.get(), code, pv.common.path_id);
+  }
+  void queue_nak(uint16_t sid, uint32_t msg_seq, uint32_t offset, wire::NakCode code, uint8_t path) {
     stats_.naks_sent++;
     if (nak_tail_ - nak_head_ >= naks_.size()) return;  // the sender's message timer recovers
     wire::NakExt& n = naks_[nak_tail_++ % naks_.size()];
     n = wire::NakExt{};
     n.code = static_cast<uint8_t>(code);
     n.stream_id.set(sid);
-    n.msg_seq.set(pv.common.msg_seq.get());
-    n.msg_offset.set(pv.common.msg_offset.get());
-    nak_path_ = pv.common.path_id < paths_.size() ? pv.common.path_id : 0;
+    n.msg_seq.set(msg_seq);
+    n.msg_offset.set(offset);
+    nak_path_ = path < paths_.size() ? path : 0;
   }
 
   // ---------------------------------------------------------------- acks at the sender
@@ -745,11 +782,14 @@ class MetaRoceConnection final : public Connection {
           if (h.active) break;
           ++s.resp_fifo_head;
         }
+        slide_rx(s, ref.stream);  // a request may have been waiting for this slot
       }
       return;
     }
     TxMsg& m = s.req[ref.msg_seq % s.req.size()];
-    if (!m.active || m.msg_seq != ref.msg_seq || ref.chunk >= m.chunks || !m.acked.set(ref.chunk)) return;
+    if (!m.active || m.msg_seq != ref.msg_seq || ref.attempt != m.attempt || ref.chunk >= m.chunks ||
+        !m.acked.set(ref.chunk))
+      return;
     m.acked_chunks++;
     m.last_progress = now;
     m.timeouts = 0;
@@ -829,6 +869,7 @@ class MetaRoceConnection final : public Connection {
     m.acked.clear();
     m.acked_chunks = 0;
     m.next_chunk = 0;
+    ++m.attempt;
     m.resume_at = resume_at;
     m.last_progress = resume_at;
     next_timer_at_ = std::min(next_timer_at_, resume_at);
@@ -846,8 +887,9 @@ class MetaRoceConnection final : public Connection {
     while (retx_head_ != retx_tail_) {
       const ChunkRef ref = retx_[retx_head_ % retx_.size()];
       TxMsg* m = msg_for(ref);
-      if (!m || (ref.kind == kKindRequest && m->done) || m->acked.test(ref.chunk) || ref.chunk >= m->next_chunk) {
-        ++retx_head_;  // stale: completed, acked meanwhile, or rewound by a restart
+      if (!m || (ref.kind == kKindRequest && (m->done || ref.attempt != m->attempt)) || m->acked.test(ref.chunk) ||
+          ref.chunk >= m->next_chunk) {
+        ++retx_head_;  // stale: completed, acked meanwhile, or from a round a restart replaced
         continue;
       }
       const int pi = pick_path(ready, true);
@@ -870,7 +912,7 @@ class MetaRoceConnection final : public Connection {
         if (!r.active || r.next_chunk >= r.chunks) continue;
         const int pi = pick_path(ready, false);
         if (pi < 0) return false;
-        ChunkRef ref{sid, kKindResponse, r.msg_seq, r.next_chunk++};
+        ChunkRef ref{sid, kKindResponse, 0, r.msg_seq, r.next_chunk++};
         emit_chunk(f, paths_[pi], ref, r, now, false);
         stream_rr_ = sid + 1;
         return true;
@@ -886,7 +928,7 @@ class MetaRoceConnection final : public Connection {
         if (seq_diff(m.msg_seq, s.peer_watermark) >= static_cast<int32_t>(cfg_.recv_window_messages)) break;
         const int pi = pick_path(ready, false);
         if (pi < 0) return false;
-        ChunkRef ref{sid, kKindRequest, m.msg_seq, m.next_chunk++};
+        ChunkRef ref{sid, kKindRequest, m.attempt, m.msg_seq, m.next_chunk++};
         emit_chunk(f, paths_[pi], ref, m, now, false);
         stream_rr_ = sid + 1;
         return true;
@@ -1105,7 +1147,7 @@ class MetaRoceConnection final : public Connection {
       wire::CommonHeader h{};
       fill_header(h, Opcode::kProbe, wire::kFlagAckReq, p, p.probe_stream, 0, now);
       if (write_frame(f, p, h, nullptr, 0, nullptr, 0) == 0) return false;
-      ChunkRef ref{p.probe_stream, kKindProbe, 0, 0};
+      ChunkRef ref{p.probe_stream, kKindProbe, 0, 0, 0};
       // Probes are tracked for loss detection but not counted in the window.
       record(p, ref, 0, 0, now, false);
       p.probe_due = false;
@@ -1154,6 +1196,8 @@ class MetaRoceConnection final : public Connection {
       if (p.health.state() == PathState::kDown) next = std::min(next, p.next_probe_at);
     }
     // Message timers: the oldest request of each stream must make progress.
+    bool any_usable = false;
+    for (const Path& p : paths_) any_usable |= p.health.state() != PathState::kDown;
     for (size_t sid = 0; sid < streams_.size(); ++sid) {
       Stream& s = streams_[sid];
       if (s.head_seq == s.next_seq) continue;
@@ -1184,7 +1228,16 @@ class MetaRoceConnection final : public Connection {
           restart_message(s, m, now);
         }
       }
-      if (all_acked) next = std::min(next, m.last_progress + timeout);
+      // Every path down: nothing can be resent; give up after the retry budget
+      // (the probes keep looking, and a path that returns resets the clock).
+      if (!all_acked && !any_usable && now - m.last_progress >= timeout) {
+        if (++m.timeouts > t.retry_limit) {
+          fail_message(static_cast<uint16_t>(sid), m, WcStatus::kRetryExceeded);
+          continue;
+        }
+        m.last_progress = now;
+      }
+      if (all_acked || !any_usable) next = std::min(next, m.last_progress + timeout);
     }
     if (pacing_until_ > now) next = std::min(next, pacing_until_);
     next_timer_at_ = next;

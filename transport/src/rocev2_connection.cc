@@ -198,6 +198,7 @@ class RoceConnection final : public Connection {
     }
     if ((syn & 0xE0) == rv::kSyndromeRnrNak) {
       acked_through(psn, now);
+      if (++rnr_count_ > cfg_.tuning.rnr_retry_limit) return fail_head(WcStatus::kRnrRetryExceeded);
       go_back(psn);
       resume_at_ = now + cfg_.tuning.rnr_delay_ns;
       return;
@@ -217,9 +218,24 @@ class RoceConnection final : public Connection {
     release();
   }
 
+  // The oldest unfinished WR fails with st, the rest are flushed (RC error state).
+  void fail_head(WcStatus st) {
+    error_ = true;
+    bool first = true;
+    for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
+      Wr& w = wrs_[i % wrs_.size()];
+      if (w.done) continue;
+      w.done = true;
+      w.status = first ? st : WcStatus::kFlushed;
+      first = false;
+    }
+    release();
+  }
+
   void acked_through(uint32_t una, Nanos now) {
     if (psn_diff(una, psn_una_) <= 0 || psn_diff(una, psn_max_) > 0) return;
     psn_una_ = una;
+    rnr_count_ = 0;
     last_progress_ = now;
     backoff_ = 0;
     if (psn_diff(psn_next_, psn_una_) < 0) psn_next_ = psn_una_;
@@ -274,11 +290,14 @@ class RoceConnection final : public Connection {
     if (!((ready >> cfg_.paths[0].plane) & 1)) return false;
     if (ctl_pending_ || ack_due_) return send_aeth(f);
     // Retransmission timer: no progress for an RTO -> go back to the oldest unacknowledged PSN.
-    if (psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= (rto_ << std::min<uint32_t>(backoff_, 8))) {
+    if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= (rto_ << std::min<uint32_t>(backoff_, 8))) {
       stats_.rtos++;
       stats_.paths[0].rtos++;
+      if (++backoff_ > cfg_.tuning.retry_limit) {
+        fail_head(WcStatus::kRetryExceeded);
+        return false;
+      }
       go_back(psn_una_);
-      ++backoff_;
       last_progress_ = now;
     }
     if (now < resume_at_ || error_) return false;
@@ -363,6 +382,7 @@ class RoceConnection final : public Connection {
 
   Nanos next_deadline() const override {
     if (ctl_pending_ || ack_due_) return last_now_;
+    if (error_) return kNever;  // nothing more will be sent
     Nanos d = kNever;
     if (psn_diff(psn_max_, psn_una_) > 0) d = last_progress_ + (rto_ << std::min<uint32_t>(backoff_, 8));
     if (resume_at_ > last_now_) d = std::min(d, resume_at_);
@@ -381,7 +401,7 @@ class RoceConnection final : public Connection {
   uint64_t wr_head_ = 0, wr_tail_ = 0;
   uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
   Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
-  uint32_t backoff_ = 0;
+  uint32_t backoff_ = 0, rnr_count_ = 0;
   bool error_ = false;
   uint16_t dst_port_ = 0;
   // Responder.

@@ -9,30 +9,42 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <vector>
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
+#include "metaroce/emulator/timeline.h"
 #include "metaroce/transport/endpoint.h"
 
 namespace metaroce::sim {
 
 using Nanos = int64_t;
 
-// Where a frame goes when host `from` sends it on `plane`.
+// Where a frame goes next: to a host at deliver_at, or (in_transit) to the
+// fabric's next hop at deliver_at, described by pos.
 struct Route {
   emulator::DropCause drop = emulator::DropCause::kNone;
   int to_host = -1;
   Nanos deliver_at = 0;
   Nanos duplicate_at = -1;  // >= 0: a copy is delivered then as well
+  bool in_transit = false;
+  emulator::FramePosition pos;
 };
 
 // The fabric: owns the link models; the simulator owns time and packets.
 class Fabric {
  public:
   virtual ~Fabric() = default;
+  // First hop of a frame host `from` sends on `plane`.
   virtual Route forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) = 0;
+  // Later hops of a frame a previous call left in transit.
+  virtual Route advance(const emulator::FramePosition& pos, std::span<uint8_t> frame, Nanos now) {
+    (void)pos, (void)frame, (void)now;
+    return Route{emulator::DropCause::kNoRoute};
+  }
   // Whether host's egress on plane can take another frame now (NIC back-pressure),
   // and if not, when it next can.
   virtual bool egress_ready(int host, uint8_t plane, Nanos now) = 0;
@@ -61,6 +73,33 @@ class TwoHostFabric final : public Fabric {
  private:
   std::vector<emulator::Link> links_;  // [plane*2 + from_host]
   uint32_t nic_queue_bytes_;
+};
+
+// The full emulated fabric (emulator::Fabric: planes, ECMP links, uplinks and
+// downlinks, timelines) as seen by the simulator: one event per hop.
+class EmulatedFabric final : public Fabric {
+ public:
+  EmulatedFabric(emulator::Fabric& fabric, uint32_t nic_queue_bytes = 16384) : f_(fabric), nic_(nic_queue_bytes) {}
+  void set_timeline(emulator::Timeline t) { runner_.emplace(f_, std::move(t)); }
+  void apply_due(Nanos now) {
+    if (runner_) runner_->apply_due(now);
+  }
+
+  Route forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) override;
+  Route advance(const emulator::FramePosition& pos, std::span<uint8_t> frame, Nanos now) override;
+  bool egress_ready(int host, uint8_t plane, Nanos now) override { return f_.uplink_ready(host, plane, nic_, now); }
+  Nanos egress_ready_at(int host, uint8_t plane, Nanos now) override {
+    return f_.uplink_ready_at(host, plane, nic_, now);
+  }
+  size_t planes() const override { return f_.config().planes; }
+  emulator::Fabric& fabric() { return f_; }
+  const emulator::TimelineRunner* timeline() const { return runner_ ? &*runner_ : nullptr; }
+
+ private:
+  Route step(emulator::FramePosition pos, std::span<uint8_t> frame, Nanos now);
+  emulator::Fabric& f_;
+  uint32_t nic_;
+  std::optional<emulator::TimelineRunner> runner_;
 };
 
 class Simulator {
@@ -95,7 +134,10 @@ class Simulator {
   struct Packet {
     std::vector<uint8_t> data;
     uint32_t len = 0;
+    bool in_transit = false;  // at a fabric hop, not yet at a host
+    emulator::FramePosition pos;
   };
+  void route(uint32_t slot, const Route& r);
 
   void push(Nanos at, Kind k, int host, uint32_t index);
   uint32_t alloc_packet();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/emulator/timeline.h"
 #include "metaroce/sim/workload.h"
 #include "metaroce/transport/types.h"
 
@@ -29,6 +30,11 @@ struct PlaneEvent {
   bool up;
 };
 
+// A whole-run description. The fabric is the full emulator (uplink, ECMP
+// link chosen by 5-tuple hash, downlink per plane); PlaneSpec sets every ECMP
+// link of its plane, the ports run at the plane's rate with its queue and ECN
+// settings; `timeline` adds timed changes (gray failure on one ECMP link, ramps,
+// flapping) on top of the simple plane up/down `events`.
 struct TransferConfig {
   transport::TransportKind transport = transport::TransportKind::kMetaRoCE;
   std::vector<PlaneSpec> planes = std::vector<PlaneSpec>(4);
@@ -36,6 +42,8 @@ struct TransferConfig {
   Nanos warmup_ns = 1'000'000;  // excluded from goodput
   WriteWorkloadConfig workload;
   uint32_t paths_per_plane = 1;  // MetaRoCE paths on each plane
+  uint32_t ecmp_links = 1;       // parallel ECMP links per plane
+  emulator::Timeline timeline;
   transport::TransportTuning tuning;
   uint32_t mtu_payload = 4096;
   std::vector<PlaneEvent> events;
@@ -53,9 +61,15 @@ struct TransferResult {
   std::vector<double> interval_gbps;  // goodput per interval from t=0
   uint64_t link_drops_random = 0, link_drops_queue = 0, link_drops_down = 0, ecn_marks = 0;
   uint64_t events = 0;
+  uint64_t link_reorders = 0, link_duplicates = 0, link_corruptions = 0;
+  uint64_t endpoint_checksum_drops = 0;  // corrupted frames the receivers' integrity checks caught
   std::vector<transport::PathStats> paths;  // MetaRoCE sender's paths
 };
 
 TransferResult run_transfer(const TransferConfig& cfg);
+
+// The ECMP link (of its plane) that the k-th path on `plane` hashes to in a
+// run_transfer fabric: lets a scenario put a gray failure where traffic is.
+uint32_t ecmp_link_of_path(const TransferConfig& cfg, uint32_t plane, uint32_t k);
 
 }  // namespace metaroce::sim

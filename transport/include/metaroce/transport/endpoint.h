@@ -111,7 +111,7 @@ class Endpoint {
   EndpointCounters& mutable_counters() { return counters_; }
 
  private:
-  void reply_unknown_connection(const wire::UdpFrameView& v, std::span<const uint8_t> payload);
+  void reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv);
 
   EndpointConfig config_;
   MemoryTable memory_;
