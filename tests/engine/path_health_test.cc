@@ -1,0 +1,105 @@
+// Path health through the whole stack: a plane that dies mid-run is marked
+// down at the sender, traffic continues on the other planes with no data lost;
+// when the plane comes back, probing brings the path back to active and it
+// carries traffic again. A lossy plane is marked degraded.
+#include "harness.h"
+
+namespace engine_test {
+namespace {
+
+constexpr size_t kPlanes = 4;
+constexpr uint8_t kVictim = 2;
+
+mt::PathStats path(Harness& h, uint32_t conn, size_t i) { return h.ep(kA).stats(conn).paths.at(i); }
+
+TEST(PathHealth, PlaneDownThenUpIsDetectedAndRecovered) {
+  Harness h(uniform_planes(kPlanes, make_link(25e9, 2 * kUs)), 4242);
+  const ConnPair conn = h.connect_metaroce(kPlanes, 2);
+  StreamingWriter w(h, conn, 2, 8, 64 * 1024);
+  w.start();
+  h.run_for(300 * kUs);
+  ASSERT_GT(w.messages(), 0u);
+  for (size_t i = 0; i < kPlanes; ++i) {
+    EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i << " before the failure";
+    EXPECT_GT(path(h, conn.a, i).packets_sent, 0u) << "path " << i << " should carry traffic";
+  }
+
+  // Plane down mid-run.
+  h.fabric().set_plane_up(kVictim, false);
+  const Nanos down_at = h.now();
+  ASSERT_TRUE(h.run_until([&] { return path(h, conn.a, kVictim).state == mt::PathState::kDown; }, 20 * kMs))
+      << "path " << int(kVictim) << " never marked down";
+  const Nanos detect = h.now() - down_at;
+  EXPECT_LT(detect, 5 * kMs) << "down detection took too long";
+  EXPECT_GT(path(h, conn.a, kVictim).rtos, 0u);
+  for (size_t i = 0; i < kPlanes; ++i)
+    if (i != kVictim) {
+      EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i;
+    }
+
+  // Traffic continues on the other planes; the dead path only sees probes.
+  const auto before = path(h, conn.a, kVictim);
+  const uint64_t bytes0 = w.bytes();
+  h.run_for(1 * kMs);
+  const auto after = path(h, conn.a, kVictim);
+  const uint64_t moved = w.bytes() - bytes0;
+  EXPECT_GT(moved * 8.0 / 1e-3, 0.5 * 75e9) << "goodput on the 3 surviving planes (bits/s) too low";
+  EXPECT_EQ(after.state, mt::PathState::kDown);
+  EXPECT_LE(after.packets_sent - before.packets_sent, after.probes - before.probes + 2)
+      << "a down path should carry probes only";
+  EXPECT_GT(after.probes, before.probes) << "a down path must be probed";
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+
+  // Plane back: probes are answered, the path becomes active and carries traffic.
+  h.fabric().set_plane_up(kVictim, true);
+  const Nanos up_at = h.now();
+  ASSERT_TRUE(h.run_until([&] { return path(h, conn.a, kVictim).state == mt::PathState::kActive; }, 20 * kMs))
+      << "path never came back (state " << mt::path_state_name(path(h, conn.a, kVictim).state) << ")";
+  EXPECT_LT(h.now() - up_at, 2 * kMs) << "recovery should take a few probe intervals";
+  const auto back = path(h, conn.a, kVictim);
+  h.run_for(1 * kMs);
+  const auto later = path(h, conn.a, kVictim);
+  EXPECT_EQ(later.state, mt::PathState::kActive);
+  EXPECT_GT(later.packets_sent - back.packets_sent, 100u) << "the recovered path carries traffic again";
+  EXPECT_GT(later.payload_bytes_acked, back.payload_bytes_acked);
+  EXPECT_GE(later.state_changes, 2u);
+
+  // Drain and check that nothing was lost or corrupted.
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs)) << w.outstanding() << " WRITEs stuck";
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+  EXPECT_TRUE(h.verify_all());
+}
+
+// A plane losing 20% of its frames (others clean) is marked degraded; the
+// connection keeps its data exact.
+TEST(PathHealth, LossyPlaneIsMarkedDegraded) {
+  auto planes = uniform_planes(kPlanes, make_link(25e9, 2 * kUs));
+  planes[3].a_to_b.loss_probability = 0.2;
+  planes[3].b_to_a.loss_probability = 0.2;
+  Harness h(planes, 77);
+  const ConnPair conn = h.connect_metaroce(kPlanes, 1);
+  StreamingWriter w(h, conn, 1, 16, 64 * 1024);
+  w.start();
+  bool seen_degraded = false;
+  ASSERT_TRUE(h.run_until(
+      [&] {
+        const auto st = path(h, conn.a, 3).state;
+        seen_degraded |= st != mt::PathState::kActive;
+        return seen_degraded;
+      },
+      20 * kMs))
+      << "lossy path never left active";
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i;
+  h.run_for(500 * kUs);
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs));
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+  EXPECT_TRUE(h.verify_all());
+}
+
+}  // namespace
+}  // namespace engine_test
