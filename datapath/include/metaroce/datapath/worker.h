@@ -1,0 +1,130 @@
+// Worker loops: drive the transport engine (endpoint role) or the emulator
+// between ports (fabric role) with the real clock.
+//
+// One worker owns its ports, engine/fabric and buffers and runs on one
+// thread; nothing here locks or allocates per frame. When idle the loop
+// spins briefly, then blocks in poll() on the ports' wait fds (or sleeps a
+// few microseconds for backends without one) until the next timer, so an
+// idle worker does not burn a core; busy_poll keeps spinning.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "metaroce/datapath/delay_line.h"
+#include "metaroce/datapath/port.h"
+#include "metaroce/emulator/fabric.h"
+#include "metaroce/emulator/link.h"
+#include "metaroce/emulator/timeline.h"
+#include "metaroce/transport/endpoint.h"
+
+namespace metaroce::datapath {
+
+Nanos monotonic_ns();
+
+struct IdlePolicy {
+  bool busy_poll = false;
+  uint32_t spin_iterations = 2000;  // empty iterations before blocking
+  Nanos max_block_ns = 1'000'000;   // never block longer than this
+};
+
+struct WorkerStats {
+  uint64_t iterations = 0, idle_blocks = 0;
+  uint64_t rx_frames = 0, tx_frames = 0;
+  uint64_t tx_dropped_ring_full = 0;   // frames a port refused at their due time
+  uint64_t delay_line_full = 0;        // frames dropped: no buffer to hold them
+  uint64_t emu_drops[6] = {0, 0, 0, 0, 0, 0};  // by emulator::DropCause
+};
+
+// Endpoint placement: ports[p] carries plane p. Optionally the emulator sits
+// inline between the engine and its ports (one Link per plane and direction),
+// so a host can impair its own traffic.
+class EndpointWorker {
+ public:
+  struct InlineEmulation {
+    std::vector<emulator::LinkConfig> egress, ingress;  // per plane
+    uint64_t seed = 1;
+    size_t delay_frames = 16384;
+  };
+  EndpointWorker(transport::Endpoint& ep, std::vector<Port*> ports, std::optional<InlineEmulation> emu = std::nullopt,
+                 IdlePolicy idle = {});
+
+  // One iteration at time now; true if anything moved.
+  bool step(Nanos now);
+  // Runs until stop is set; on_iteration (may be empty) runs every iteration
+  // with the time, e.g. to poll completions and post more work.
+  void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);
+  const WorkerStats& stats() const { return stats_; }
+  emulator::Link* egress_link(size_t plane) { return plane < egress_.size() ? &egress_[plane] : nullptr; }
+  emulator::Link* ingress_link(size_t plane) { return plane < ingress_.size() ? &ingress_[plane] : nullptr; }
+
+ private:
+  void stage(size_t plane, std::span<const uint8_t> frame);
+  void flush_staged();
+
+  transport::Endpoint& ep_;
+  std::vector<Port*> ports_;
+  IdlePolicy idle_;
+  std::vector<emulator::Link> egress_, ingress_;
+  std::unique_ptr<DelayLine> delay_;
+  std::vector<std::vector<uint8_t>> tx_buffers_;
+  std::vector<transport::TxFrame> tx_frames_;
+  // Per plane: frames copied for one tx_burst.
+  struct Staging {
+    std::vector<uint8_t> bytes;
+    std::vector<std::span<const uint8_t>> frames;
+  };
+  std::vector<Staging> staging_;
+  std::vector<RxFrame> rx_;
+  WorkerStats stats_;
+};
+
+// Fabric placement (bump in the wire): ports[plane][host] face host `host` on
+// `plane`; every frame (MetaRoCE, RoCEv2, ARP, ICMP, TCP, UDP) is forwarded to
+// the host owning its destination MAC (broadcasts to every other host of the
+// plane) through the emulator's uplink -> ECMP link -> downlink.
+class FabricNode {
+ public:
+  struct Config {
+    emulator::FabricConfig fabric;                  // hosts, planes, ECMP links, impairments, seed
+    std::vector<std::vector<wire::MacAddr>> host_macs;  // [plane][host]
+    size_t delay_frames = 65536;
+    uint32_t frame_size = 9216;
+    IdlePolicy idle;
+  };
+  FabricNode(const Config& config, std::vector<std::vector<Port*>> ports);
+
+  // Timeline instants, flap phases and step()'s `now` are all relative to
+  // the node's origin (its construction), so "at 2 s" means 2 s after start.
+  void load_timeline(emulator::Timeline t) { timeline_.emplace(fabric_, std::move(t)); }
+  Nanos origin() const { return origin_; }
+  bool step(Nanos now);
+  void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);
+  emulator::Fabric& fabric() { return fabric_; }
+  const WorkerStats& stats() const { return stats_; }
+
+ private:
+  int host_for(uint32_t plane, const uint8_t* dst_mac) const;
+  void admit(uint32_t plane, uint32_t from, std::span<const uint8_t> frame, Nanos now);
+
+  Config config_;
+  emulator::Fabric fabric_;
+  std::vector<std::vector<Port*>> ports_;
+  std::optional<emulator::TimelineRunner> timeline_;
+  Nanos origin_ = 0;
+  void flush_port(uint32_t plane, uint32_t host);
+  DelayLine delay_;
+  struct Staging {
+    std::vector<uint8_t> bytes;
+    std::vector<std::span<const uint8_t>> frames;
+  };
+  std::vector<Staging> staging_;  // [plane*hosts + host]
+  std::vector<RxFrame> rx_;
+  WorkerStats stats_;
+};
+
+}  // namespace metaroce::datapath

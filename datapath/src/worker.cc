@@ -1,0 +1,301 @@
+#include "metaroce/datapath/worker.h"
+
+#include <poll.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include "metaroce/wire/udp_frame.h"
+
+namespace metaroce::datapath {
+
+namespace {
+constexpr size_t kBurst = 32;
+constexpr uint32_t kStageFrame = 9216;
+
+void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
+  if (wait_ns <= 0) return;
+  stats.idle_blocks++;
+  pollfd fds[64];
+  nfds_t n = 0;
+  for (Port* p : ports)
+    if (p && p->wait_fd() >= 0 && n < 64) fds[n++] = {p->wait_fd(), POLLIN, 0};
+  if (n > 0) {
+    // poll() has millisecond resolution: use ppoll for microseconds.
+    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    ppoll(fds, n, &ts, nullptr);
+  } else {
+    // No wait fd (DPDK, memory ports): a short sleep bounds both latency and CPU.
+    timespec ts{0, static_cast<long>(std::min<Nanos>(wait_ns, 20'000))};
+    nanosleep(&ts, nullptr);
+  }
+}
+}  // namespace
+
+Nanos monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// ---------------------------------------------------------------- endpoint
+
+EndpointWorker::EndpointWorker(transport::Endpoint& ep, std::vector<Port*> ports, std::optional<InlineEmulation> emu,
+                               IdlePolicy idle)
+    : ep_(ep), ports_(std::move(ports)), idle_(idle) {
+  if (emu) {
+    for (size_t p = 0; p < ports_.size(); ++p) {
+      const emulator::LinkConfig e = p < emu->egress.size() ? emu->egress[p] : emulator::LinkConfig{};
+      const emulator::LinkConfig i = p < emu->ingress.size() ? emu->ingress[p] : emulator::LinkConfig{};
+      egress_.emplace_back(e, emulator::Random::derive(emu->seed, p * 2));
+      ingress_.emplace_back(i, emulator::Random::derive(emu->seed, p * 2 + 1));
+    }
+    delay_ = std::make_unique<DelayLine>(emu->delay_frames, kStageFrame);
+  }
+  tx_buffers_.resize(kBurst, std::vector<uint8_t>(wire::kMaxFrameBytes));
+  tx_frames_.resize(kBurst);
+  staging_.resize(ports_.size());
+  for (Staging& s : staging_) {
+    s.bytes.resize(kBurst * kStageFrame);
+    s.frames.reserve(kBurst);
+  }
+  rx_.resize(kBurst);
+}
+
+void EndpointWorker::stage(size_t plane, std::span<const uint8_t> frame) {
+  Staging& s = staging_[plane];
+  if (s.frames.size() == kBurst) flush_staged();
+  if (frame.size() > kStageFrame) return;
+  uint8_t* dst = &s.bytes[s.frames.size() * kStageFrame];
+  std::memcpy(dst, frame.data(), frame.size());
+  s.frames.emplace_back(dst, frame.size());
+}
+
+void EndpointWorker::flush_staged() {
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    Staging& s = staging_[p];
+    if (s.frames.empty()) continue;
+    const size_t sent = ports_[p]->tx_burst(s.frames);
+    stats_.tx_frames += sent;
+    stats_.tx_dropped_ring_full += s.frames.size() - sent;
+    s.frames.clear();
+    ports_[p]->flush();
+  }
+}
+
+bool EndpointWorker::step(Nanos now) {
+  bool work = false;
+  stats_.iterations++;
+  // Receive.
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    const size_t n = ports_[p]->rx_burst(rx_);
+    for (size_t i = 0; i < n; ++i) {
+      work = true;
+      stats_.rx_frames++;
+      std::span<const uint8_t> f(rx_[i].data, rx_[i].len);
+      if (!delay_) {
+        ep_.on_frame(f, now);
+        continue;
+      }
+      // Inline ingress emulation: copy, impair, hold until due.
+      emulator::FramePosition pos;
+      pos.plane = static_cast<uint8_t>(p);
+      pos.hop = emulator::Hop::kDownlink;  // marks "ingress" in the delay line
+      if (!delay_->push(now, f, pos)) stats_.delay_line_full++;
+    }
+  }
+  // Frames whose time has come: through their link, then on to engine or port.
+  if (delay_) {
+    while (const DelayLine::Held* h = delay_->peek_due(now)) {
+      work = true;
+      emulator::FramePosition pos = h->pos;
+      std::span<uint8_t> bytes = delay_->bytes(*h);
+      if (pos.hop == emulator::Hop::kDelivered) {  // already impaired: deliver
+        if (pos.from == 1) ep_.on_frame(bytes, now);
+        else stage(pos.plane, bytes);
+        delay_->pop();
+        continue;
+      }
+      const bool ingress = pos.hop == emulator::Hop::kDownlink;
+      emulator::Link& link = ingress ? ingress_[pos.plane] : egress_[pos.plane];
+      const emulator::LinkVerdict v = link.submit(bytes, h->due);
+      if (v.drop != emulator::DropCause::kNone) {
+        stats_.emu_drops[static_cast<size_t>(v.drop)]++;
+        delay_->pop();
+        continue;
+      }
+      pos.hop = emulator::Hop::kDelivered;
+      pos.from = ingress ? 1 : 0;
+      if (v.duplicate_at >= 0 && !delay_->push(v.duplicate_at, bytes, pos)) stats_.delay_line_full++;
+      delay_->reschedule_top(v.deliver_at, pos);
+    }
+  }
+  // Transmit: the engine fills frames for planes whose port has room.
+  uint64_t ready = 0;
+  for (size_t p = 0; p < ports_.size() && p < 64; ++p)
+    if (ports_[p]->tx_ready()) ready |= 1ull << p;
+  if (ready) {
+    for (size_t i = 0; i < kBurst; ++i)
+      tx_frames_[i] = {tx_buffers_[i].data(), static_cast<uint32_t>(tx_buffers_[i].size()), 0, 0};
+    const size_t n = ep_.poll_tx(tx_frames_, ready, now);
+    for (size_t i = 0; i < n; ++i) {
+      work = true;
+      const transport::TxFrame& f = tx_frames_[i];
+      if (f.plane >= ports_.size()) continue;
+      if (!delay_) {
+        stage(f.plane, {f.data, f.len});
+        continue;
+      }
+      emulator::FramePosition pos;
+      pos.plane = f.plane;
+      pos.hop = emulator::Hop::kUplink;  // marks "egress"
+      if (!delay_->push(now, {f.data, f.len}, pos)) stats_.delay_line_full++;
+    }
+  }
+  flush_staged();
+  return work;
+}
+
+void EndpointWorker::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
+  uint32_t idle = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const Nanos now = monotonic_ns();
+    const bool work = step(now);
+    if (on_iteration) on_iteration(now);
+    if (work || idle_.busy_poll) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < idle_.spin_iterations) continue;
+    Nanos next = ep_.next_deadline();
+    if (delay_) next = std::min(next, delay_->next_due());
+    block(ports_, std::clamp<Nanos>(next - monotonic_ns(), 0, idle_.max_block_ns), stats_);
+  }
+}
+
+// ---------------------------------------------------------------- fabric node
+
+FabricNode::FabricNode(const Config& config, std::vector<std::vector<Port*>> ports)
+    : config_(config),
+      fabric_(config.fabric),
+      ports_(std::move(ports)),
+      origin_(monotonic_ns()),
+      delay_(config.delay_frames, config.frame_size) {
+  const uint32_t H = config_.fabric.hosts, P = config_.fabric.planes;
+  staging_.resize(static_cast<size_t>(H) * P);
+  for (Staging& s : staging_) {
+    s.bytes.resize(kBurst * config_.frame_size);
+    s.frames.reserve(kBurst);
+  }
+  rx_.resize(kBurst);
+}
+
+void FabricNode::flush_port(uint32_t plane, uint32_t host) {
+  Staging& s = staging_[plane * config_.fabric.hosts + host];
+  if (s.frames.empty()) return;
+  Port* port = ports_[plane][host];
+  const size_t sent = port ? port->tx_burst(s.frames) : 0;
+  stats_.tx_frames += sent;
+  stats_.tx_dropped_ring_full += s.frames.size() - sent;
+  s.frames.clear();
+  if (port) port->flush();
+}
+
+int FabricNode::host_for(uint32_t plane, const uint8_t* mac) const {
+  if (plane >= config_.host_macs.size()) return -1;
+  const auto& macs = config_.host_macs[plane];
+  for (size_t h = 0; h < macs.size(); ++h)
+    if (std::memcmp(macs[h].data(), mac, 6) == 0) return static_cast<int>(h);
+  return -1;
+}
+
+void FabricNode::admit(uint32_t plane, uint32_t from, std::span<const uint8_t> frame, Nanos now) {
+  if (frame.size() < wire::kEthHeaderBytes) return;
+  const bool broadcast = frame[0] & 1;  // group address: ARP requests, multicast
+  const uint32_t H = config_.fabric.hosts;
+  for (uint32_t to = 0; to < H; ++to) {
+    if (to == from) continue;
+    if (!broadcast) {
+      const int h = host_for(plane, frame.data());
+      if (h < 0 || static_cast<uint32_t>(h) != to) continue;
+    }
+    emulator::FramePosition pos;
+    pos.from = from;
+    pos.to = to;
+    pos.to_known = true;
+    pos.plane = static_cast<uint8_t>(plane);
+    pos.hop = emulator::Hop::kUplink;
+    if (!delay_.push(now, frame, pos)) stats_.delay_line_full++;
+  }
+  if (!broadcast && host_for(plane, frame.data()) < 0) stats_.emu_drops[static_cast<size_t>(emulator::DropCause::kNoRoute)]++;
+}
+
+bool FabricNode::step(Nanos now) {
+  bool work = false;
+  stats_.iterations++;
+  if (timeline_) timeline_->apply_due(now);
+  const uint32_t H = config_.fabric.hosts, P = config_.fabric.planes;
+  for (uint32_t p = 0; p < P; ++p)
+    for (uint32_t h = 0; h < H; ++h) {
+      Port* port = ports_[p][h];
+      if (!port) continue;
+      const size_t n = port->rx_burst(rx_);
+      for (size_t i = 0; i < n; ++i) {
+        work = true;
+        stats_.rx_frames++;
+        admit(p, h, {rx_[i].data, rx_[i].len}, now);
+      }
+    }
+  while (const DelayLine::Held* held = delay_.peek_due(now)) {
+    work = true;
+    emulator::FramePosition pos = held->pos;
+    std::span<uint8_t> bytes = delay_.bytes(*held);
+    if (pos.hop == emulator::Hop::kDelivered) {
+      Staging& s = staging_[pos.plane * H + pos.to];
+      if (s.frames.size() == kBurst) flush_port(pos.plane, pos.to);
+      if (bytes.size() > config_.frame_size) {
+        stats_.tx_dropped_ring_full++;
+      } else {
+        uint8_t* dst = &s.bytes[s.frames.size() * config_.frame_size];
+        std::memcpy(dst, bytes.data(), bytes.size());
+        s.frames.emplace_back(dst, bytes.size());
+      }
+      delay_.pop();
+      continue;
+    }
+    Nanos at = 0, dup = -1;
+    const emulator::DropCause d = fabric_.forward(pos, bytes, held->due, &at, &dup);
+    if (d != emulator::DropCause::kNone) {
+      stats_.emu_drops[static_cast<size_t>(d)]++;
+      delay_.pop();
+      continue;
+    }
+    if (dup >= 0 && !delay_.push(dup, bytes, pos)) stats_.delay_line_full++;
+    delay_.reschedule_top(at, pos);
+  }
+  for (uint32_t p = 0; p < P; ++p)
+    for (uint32_t h = 0; h < H; ++h) flush_port(p, h);
+  return work;
+}
+
+void FabricNode::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
+  std::vector<Port*> all;
+  for (auto& row : ports_)
+    for (Port* p : row) all.push_back(p);
+  uint32_t idle = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const Nanos now = monotonic_ns() - origin_;
+    const bool work = step(now);
+    if (on_iteration) on_iteration(now);
+    if (work || config_.idle.busy_poll) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < config_.idle.spin_iterations) continue;
+    Nanos next = delay_.next_due();
+    if (timeline_) next = std::min(next, timeline_->next_at());
+    block(all, std::clamp<Nanos>(next - (monotonic_ns() - origin_), 0, config_.idle.max_block_ns), stats_);
+  }
+}
+
+}  // namespace metaroce::datapath

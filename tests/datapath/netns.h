@@ -1,0 +1,114 @@
+// Test fixture: throw-away network namespaces joined by veth pairs.
+//
+// Names carry a per-process prefix so parallel runs never collide, and the
+// destructor removes every namespace it made (a namespace removal also
+// removes its veth ends). Tests that need it call NetnsLab::skip_reason()
+// first and GTEST_SKIP() with that reason when the machine cannot do it
+// (not root, no `ip`, no netns support).
+#pragma once
+
+#include <sched.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace metaroce::testing {
+
+inline int run_cmd(const std::string& cmd) {
+  const int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+class NetnsLab {
+ public:
+  // Empty when namespaces can be made here; otherwise why not.
+  static std::string skip_reason() {
+    if (geteuid() != 0) return "needs root (network namespaces)";
+    if (run_cmd("ip -V") != 0) return "needs iproute2 (`ip`)";
+    const std::string probe = "mrprobe" + std::to_string(getpid());
+    if (run_cmd("ip netns add " + probe) != 0) return "cannot create network namespaces here";
+    run_cmd("ip netns del " + probe);
+    return {};
+  }
+
+  NetnsLab() : prefix_("mr" + std::to_string(getpid() % 100000) + "x" + std::to_string(counter()++)) {}
+  ~NetnsLab() {
+    for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) run_cmd("ip netns del " + *it);
+  }
+  NetnsLab(const NetnsLab&) = delete;
+  NetnsLab& operator=(const NetnsLab&) = delete;
+
+  // Creates namespace <prefix><suffix> with loopback up; returns its name.
+  std::string add_namespace(const std::string& suffix) {
+    const std::string ns = prefix_ + suffix;
+    must("ip netns add " + ns);
+    namespaces_.push_back(ns);
+    must("ip -n " + ns + " link set lo up");
+    return ns;
+  }
+
+  // A veth pair: end a in ns_a named if_a with addr_a (CIDR, may be empty), end b likewise.
+  void add_veth(const std::string& ns_a, const std::string& if_a, const std::string& addr_a, const std::string& ns_b,
+                const std::string& if_b, const std::string& addr_b, const std::string& mac_a = "",
+                const std::string& mac_b = "") {
+    const std::string tmp_a = prefix_ + "a" + std::to_string(veths_), tmp_b = prefix_ + "b" + std::to_string(veths_);
+    ++veths_;
+    must("ip link add " + tmp_a + " type veth peer name " + tmp_b);
+    must("ip link set " + tmp_a + " netns " + ns_a + " name " + if_a);
+    must("ip link set " + tmp_b + " netns " + ns_b + " name " + if_b);
+    for (auto [ns, ifn, addr, mac] : {std::tuple{ns_a, if_a, addr_a, mac_a}, std::tuple{ns_b, if_b, addr_b, mac_b}}) {
+      if (!mac.empty()) must("ip -n " + ns + " link set " + ifn + " address " + mac);
+      if (!addr.empty()) must("ip -n " + ns + " addr add " + addr + " dev " + ifn);
+      must("ip -n " + ns + " link set " + ifn + " up");
+    }
+  }
+
+  // Runs a shell command inside a namespace; returns the exit status.
+  static int exec(const std::string& ns, const std::string& cmd) { return run_cmd("ip netns exec " + ns + " " + cmd); }
+
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  void must(const std::string& cmd) {
+    if (run_cmd(cmd) != 0) throw std::runtime_error("netns fixture: command failed: " + cmd);
+  }
+  std::string prefix_;
+  std::vector<std::string> namespaces_;
+  int veths_ = 0;
+};
+
+// Moves the calling thread into a namespace for its lifetime, and back.
+class ScopedNetns {
+ public:
+  explicit ScopedNetns(const std::string& ns) {
+    self_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int fd = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (self_ < 0 || fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+      if (fd >= 0) close(fd);
+      throw std::runtime_error("cannot enter network namespace " + ns);
+    }
+    close(fd);
+  }
+  ~ScopedNetns() {
+    if (self_ >= 0) {
+      setns(self_, CLONE_NEWNET);
+      close(self_);
+    }
+  }
+  ScopedNetns(const ScopedNetns&) = delete;
+  ScopedNetns& operator=(const ScopedNetns&) = delete;
+
+ private:
+  int self_ = -1;
+};
+
+}  // namespace metaroce::testing
