@@ -229,6 +229,9 @@ bool ensure_end(const Ip& ip, const std::string& ns, const std::string& ifname, 
     if (!ip.check({"-n", ns, "link", "set", "dev", ifname, "mtu", std::to_string(mtu), "address", mac, "up"}, error))
       return false;
     ++report->commands;
+    // veth defers TCP/UDP checksums to "hardware"; frames an AF_XDP fabric node
+    // forwards would arrive unfinished, so checksum in software (best effort: needs ethtool).
+    ip.run({"netns", "exec", ns, "ethtool", "-K", ifname, "tx", "off"});
   }
   const bool right = want_inet.empty() ? have.inet.empty() : (have.inet.size() == 1 && have.inet[0] == want_inet);
   if (!right) {

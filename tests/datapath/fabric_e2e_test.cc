@@ -61,6 +61,18 @@ PortConfig afxdp(const std::string& ifname, bool bridge) {
   return c;
 }
 
+// A DPDK port on a veth end through the net_af_packet vdev, no hugepages.
+PortConfig dpdk(const std::string& ifname, uint32_t index) {
+  PortConfig c;
+  c.kind = "dpdk";
+  c.name = ifname;
+  c.eal_args = {"--no-huge", "-m", "1024", "--no-shconf", "--file-prefix=mre2e" + std::to_string(getpid()),
+                "--no-pci", "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+  c.dpdk_device = "net_af_packet" + std::to_string(index) + ",iface=" + ifname;
+  c.frame_size = 2048;
+  return c;
+}
+
 struct Lab {
   NetnsLab ns;
   std::string host[2], fab;
@@ -82,16 +94,18 @@ struct Lab {
 // The fabric node on its own thread inside the fabric namespace.
 class FabricThread {
  public:
-  FabricThread(const Lab& lab, const emulator::LinkConfig& ecmp, emulator::Timeline timeline = {}) {
+  FabricThread(const Lab& lab, const emulator::LinkConfig& ecmp, emulator::Timeline timeline = {},
+               const std::string& kind = "afxdp") {
     ready_ = false;
-    thread_ = std::thread([this, &lab, ecmp, timeline] {
+    thread_ = std::thread([this, &lab, ecmp, timeline, kind] {
       ScopedNetns in(lab.fab);
       std::vector<std::unique_ptr<Port>> owned;
       std::vector<std::vector<Port*>> ports(kPlanes, std::vector<Port*>(2));
       for (uint32_t p = 0; p < kPlanes; ++p)
         for (uint32_t h = 0; h < 2; ++h) {
           std::string err;
-          owned.push_back(open_port(afxdp("h" + std::to_string(h) + "p" + std::to_string(p), true), &err));
+          const std::string ifname = "h" + std::to_string(h) + "p" + std::to_string(p);
+          owned.push_back(open_port(kind == "dpdk" ? dpdk(ifname, p * 2 + h) : afxdp(ifname, true), &err));
           if (!owned.back()) {
             error_ = err;
             ready_ = true;
@@ -369,6 +383,22 @@ TEST(FabricE2E, MetaRoceVerbsUnderLossAndReorderOverAfXdp) {
   ecmp.delay.jitter_ns = 20'000;
   ecmp.delay.allow_reorder = true;  // jitter reorders on purpose
   FabricThread fabric(lab, ecmp);
+  ASSERT_TRUE(fabric.error().empty()) << fabric.error();
+  run_traffic(lab, 128, 16384, 60'000'000'000);
+}
+
+TEST(FabricE2E, MetaRoceVerbsUnderLossWithADpdkFabricNode) {
+  if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r;
+  const auto kinds = supported_port_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "dpdk") == kinds.end()) GTEST_SKIP() << "DPDK port not built";
+  Lab lab;
+  emulator::LinkConfig ecmp;
+  ecmp.prop_delay_ns = 20'000;
+  ecmp.loss.kind = emulator::LossConfig::Kind::kBernoulli;
+  ecmp.loss.probability = 0.01;
+  ecmp.delay.jitter_ns = 20'000;
+  ecmp.delay.allow_reorder = true;
+  FabricThread fabric(lab, ecmp, {}, "dpdk");
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   run_traffic(lab, 128, 16384, 60'000'000'000);
 }
