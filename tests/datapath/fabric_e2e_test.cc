@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <optional>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -264,7 +265,15 @@ void fill(uint8_t* p, size_t n, uint64_t seed) {
 
 // Runs WRITE, READ and SEND traffic from host 0 to host 1 through the fabric
 // node and checks every byte and every completion.
-void run_traffic(Lab& lab, uint32_t writes, uint32_t write_bytes, Nanos deadline_ns) {
+// Where the hosts run: in the lab's namespaces on AF_XDP ports, or (lab null)
+// in this namespace on in-memory port pairs with the emulator inline.
+struct Placement {
+  Lab* lab = nullptr;
+  std::optional<EndpointWorker::InlineEmulation> inline_emulation;
+  std::string memory_prefix;
+};
+
+void run_traffic(const Placement& where, uint32_t writes, uint32_t write_bytes, Nanos deadline_ns) {
   Host a(0), b(1);
   // Memory and connections are set up before the workers start (control path).
   const size_t region = static_cast<size_t>(writes) * write_bytes;
@@ -290,11 +299,19 @@ void run_traffic(Lab& lab, uint32_t writes, uint32_t write_bytes, Nanos deadline
   std::atomic<uint32_t> a_done{0}, b_done{0}, a_errors{0}, order_errors{0};
   const uint32_t reads = 16, sends = 32;
   auto host_thread = [&](Host& host, uint32_t h, std::function<void(Nanos)> on_iter) {
-    ScopedNetns in(lab.host[h]);
+    std::optional<ScopedNetns> in;
+    if (where.lab) in.emplace(where.lab->host[h]);
     std::vector<Port*> ports;
     for (uint32_t p = 0; p < kPlanes; ++p) {
       std::string e;
-      host.ports.push_back(open_port(afxdp("p" + std::to_string(p), false), &e));
+      PortConfig c = afxdp("p" + std::to_string(p), false);
+      if (!where.lab) {
+        c = PortConfig{};
+        c.kind = "memory";
+        c.name = "p" + std::to_string(p);
+        c.ifname = where.memory_prefix + std::to_string(p);
+      }
+      host.ports.push_back(open_port(c, &e));
       if (!host.ports.back()) {
         host.error = e;
         stop = true;
@@ -302,7 +319,7 @@ void run_traffic(Lab& lab, uint32_t writes, uint32_t write_bytes, Nanos deadline
       }
       ports.push_back(host.ports.back().get());
     }
-    EndpointWorker w(host.ep, ports);
+    EndpointWorker w(host.ep, ports, where.inline_emulation);
     w.run(stop, on_iter);
   };
   uint32_t next_write = 0, next_read = 0, next_send = 0;
@@ -384,7 +401,26 @@ TEST(FabricE2E, MetaRoceVerbsUnderLossAndReorderOverAfXdp) {
   ecmp.delay.allow_reorder = true;  // jitter reorders on purpose
   FabricThread fabric(lab, ecmp);
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
-  run_traffic(lab, 128, 16384, 60'000'000'000);
+  run_traffic({&lab}, 128, 16384, 60'000'000'000);
+}
+
+// Endpoint-inline placement: no fabric node; each host impairs its own traffic
+// (2% loss and 30 us delay on egress, 1% loss on ingress, per plane).
+TEST(EndpointInline, MetaRoceVerbsUnderInlineLossOverMemoryPorts) {
+  Placement where;
+  EndpointWorker::InlineEmulation emu;
+  for (uint32_t p = 0; p < kPlanes; ++p) {
+    emulator::LinkConfig out, in;
+    out.prop_delay_ns = 30'000;
+    out.loss_probability = 0.02;
+    in.prop_delay_ns = 0;
+    in.loss_probability = 0.01;
+    emu.egress.push_back(out);
+    emu.ingress.push_back(in);
+  }
+  where.inline_emulation = emu;
+  where.memory_prefix = "inline" + std::to_string(getpid()) + "p";
+  run_traffic(where, 128, 16384, 60'000'000'000);
 }
 
 TEST(FabricE2E, MetaRoceVerbsUnderLossWithADpdkFabricNode) {
@@ -400,7 +436,7 @@ TEST(FabricE2E, MetaRoceVerbsUnderLossWithADpdkFabricNode) {
   ecmp.delay.allow_reorder = true;
   FabricThread fabric(lab, ecmp, {}, "dpdk");
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
-  run_traffic(lab, 128, 16384, 60'000'000'000);
+  run_traffic({&lab}, 128, 16384, 60'000'000'000);
 }
 
 TEST(FabricE2E, PlaneDownMidTransferLosesNoData) {
@@ -414,7 +450,7 @@ TEST(FabricE2E, PlaneDownMidTransferLosesNoData) {
   t.down(200'000'000, plane1);  // 0.2 s after the node starts, plane 1 stops forwarding
   FabricThread fabric(lab, ecmp, t);
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
-  run_traffic(lab, 256, 65536, 60'000'000'000);
+  run_traffic({&lab}, 256, 65536, 60'000'000'000);
 }
 
 }  // namespace
