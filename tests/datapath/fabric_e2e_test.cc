@@ -190,17 +190,24 @@ nlohmann::json iperf3(Lab& lab, const std::string& args) {
   return j;
 }
 
+// ECMP links with a one-way delay, Bernoulli loss and (optionally) reordering jitter.
+emulator::LinkConfig lossy_ecmp(Nanos delay_ns, double loss, Nanos reorder_jitter_ns = 0) {
+  emulator::LinkConfig c;
+  c.prop_delay_ns = delay_ns;
+  c.loss.kind = emulator::LossConfig::Kind::kBernoulli;
+  c.loss.probability = loss;
+  c.delay.jitter_ns = reorder_jitter_ns;
+  c.delay.allow_reorder = reorder_jitter_ns > 0;  // jitter reorders on purpose
+  return c;
+}
+
 bool have_iperf3() { return metaroce::testing::run_cmd("iperf3 --version") == 0; }
 
 TEST(FabricE2E, Iperf3UdpLossMatchesTheConfiguredLoss) {
   if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r;
   if (!have_iperf3()) GTEST_SKIP() << "needs iperf3";
   Lab lab;
-  emulator::LinkConfig ecmp;
-  ecmp.prop_delay_ns = 50'000;
-  ecmp.loss.kind = emulator::LossConfig::Kind::kBernoulli;
-  ecmp.loss.probability = 0.02;
-  FabricThread fabric(lab, ecmp);
+  FabricThread fabric(lab, lossy_ecmp(50'000, 0.02));
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   const nlohmann::json j = iperf3(lab, "-u -b 40M -l 1200 -t 3");
   ASSERT_TRUE(j.is_object() && j.contains("end")) << "iperf3 gave no report";
@@ -217,11 +224,7 @@ TEST(FabricE2E, Iperf3TcpCompletesUnderLoss) {
   if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r;
   if (!have_iperf3()) GTEST_SKIP() << "needs iperf3";
   Lab lab;
-  emulator::LinkConfig ecmp;
-  ecmp.prop_delay_ns = 100'000;
-  ecmp.loss.kind = emulator::LossConfig::Kind::kBernoulli;
-  ecmp.loss.probability = 0.01;
-  FabricThread fabric(lab, ecmp);
+  FabricThread fabric(lab, lossy_ecmp(100'000, 0.01));
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   const nlohmann::json j = iperf3(lab, "-t 2");
   ASSERT_TRUE(j.is_object() && j.contains("end")) << "iperf3 gave no report";
@@ -393,13 +396,7 @@ void run_traffic(const Placement& where, uint32_t writes, uint32_t write_bytes, 
 TEST(FabricE2E, MetaRoceVerbsUnderLossAndReorderOverAfXdp) {
   if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r;
   Lab lab;
-  emulator::LinkConfig ecmp;
-  ecmp.prop_delay_ns = 20'000;
-  ecmp.loss.kind = emulator::LossConfig::Kind::kBernoulli;
-  ecmp.loss.probability = 0.01;
-  ecmp.delay.jitter_ns = 20'000;
-  ecmp.delay.allow_reorder = true;  // jitter reorders on purpose
-  FabricThread fabric(lab, ecmp);
+  FabricThread fabric(lab, lossy_ecmp(20'000, 0.01, 20'000));
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   run_traffic({&lab}, 128, 16384, 60'000'000'000);
 }
@@ -428,13 +425,7 @@ TEST(FabricE2E, MetaRoceVerbsUnderLossWithADpdkFabricNode) {
   const auto kinds = supported_port_kinds();
   if (std::find(kinds.begin(), kinds.end(), "dpdk") == kinds.end()) GTEST_SKIP() << "DPDK port not built";
   Lab lab;
-  emulator::LinkConfig ecmp;
-  ecmp.prop_delay_ns = 20'000;
-  ecmp.loss.kind = emulator::LossConfig::Kind::kBernoulli;
-  ecmp.loss.probability = 0.01;
-  ecmp.delay.jitter_ns = 20'000;
-  ecmp.delay.allow_reorder = true;
-  FabricThread fabric(lab, ecmp, {}, "dpdk");
+  FabricThread fabric(lab, lossy_ecmp(20'000, 0.01, 20'000), {}, "dpdk");
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   run_traffic({&lab}, 128, 16384, 60'000'000'000);
 }
