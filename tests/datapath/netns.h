@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/datapath/netns.h"
+
 namespace metaroce::testing {
 
 inline int run_cmd(const std::string& cmd) {
@@ -86,29 +88,6 @@ class NetnsLab {
   int veths_ = 0;
 };
 
-// Moves the calling thread into a namespace for its lifetime, and back.
-class ScopedNetns {
- public:
-  explicit ScopedNetns(const std::string& ns) {
-    self_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int fd = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (self_ < 0 || fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-      if (fd >= 0) close(fd);
-      throw std::runtime_error("cannot enter network namespace " + ns);
-    }
-    close(fd);
-  }
-  ~ScopedNetns() {
-    if (self_ >= 0) {
-      setns(self_, CLONE_NEWNET);
-      close(self_);
-    }
-  }
-  ScopedNetns(const ScopedNetns&) = delete;
-  ScopedNetns& operator=(const ScopedNetns&) = delete;
-
- private:
-  int self_ = -1;
-};
+using datapath::ScopedNetns;
 
 }  // namespace metaroce::testing

@@ -29,3 +29,4 @@ target_compile_definitions(lab_tests PRIVATE
 add_dependencies(lab_tests metaroce_lab)
 # One label only: CMake 3.25 discovery flattens a label list into separate properties.
 gtest_discover_tests(lab_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "lab" TIMEOUT 300)
+target_include_directories(lab_tests PRIVATE ${PROJECT_SOURCE_DIR}/datapath/include)  # ScopedNetns (header only)

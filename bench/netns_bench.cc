@@ -1,0 +1,412 @@
+// metaroce_netns_bench: real packets in a network-namespace lab (2 hosts x P
+// planes of veth into a fabric namespace).
+//
+//  1. Forwarding: frames/s through the fabric namespace for a minimal
+//     forwarder (rx_burst -> tx_burst), the FabricNode with impairments off,
+//     and with all of them on; over AF_XDP and, when built, DPDK
+//     (net_af_packet) ports. Generator and sink are AF_XDP ports in the hosts.
+//  2. Goodput: saturating, verified WRITEs host 0 -> host 1 over all planes
+//     through the FabricNode at each loss rate, MetaRoCE and RoCEv2 in the
+//     same run, and the retained ratio (goodput at loss / at zero loss).
+//
+// Needs root and AF_XDP; otherwise prints SKIPPED with the reason. Figures on
+// a shared 2-core machine are noisy in absolute terms: read the ratios.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unistd.h>
+
+#include "metaroce/datapath/netns.h"
+#include "metaroce/datapath/port.h"
+#include "metaroce/datapath/worker.h"
+#include "metaroce/lab/config.h"
+#include "metaroce/lab/ops.h"
+#include "metaroce/wire/metaroce.h"
+
+using namespace metaroce;
+using datapath::Nanos;
+using datapath::Port;
+using datapath::PortConfig;
+using datapath::ScopedNetns;
+
+namespace {
+
+PortConfig port_config(const std::string& kind, const std::string& ifname, bool bridge, uint32_t index) {
+  PortConfig c;
+  c.kind = kind;
+  c.name = ifname;
+  c.ifname = ifname;
+  c.frame_size = 2048;
+  c.bridge_mode = bridge;
+  c.xdp_mode = "skb";
+  c.udp_ports = {wire::kDefaultUdpPort, 4791};
+  if (kind == "dpdk") {
+    c.eal_args = {"--no-huge", "-m", "1024", "--no-shconf", "--file-prefix=mrbench" + std::to_string(getpid()),
+                  "--no-pci", "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    c.dpdk_device = "net_af_packet" + std::to_string(index) + ",iface=" + ifname;
+  }
+  return c;
+}
+
+std::unique_ptr<Port> open_in(const std::string& ns, const PortConfig& c) {
+  ScopedNetns in(ns);
+  std::string err;
+  auto p = datapath::open_port(c, &err);
+  if (!p) throw std::runtime_error(c.ifname + ": " + err);
+  return p;
+}
+
+emulator::LinkConfig all_impairments(double loss) {
+  emulator::LinkConfig c;
+  c.prop_delay_ns = 20'000;
+  c.loss.kind = emulator::LossConfig::Kind::kBernoulli;
+  c.loss.probability = loss;
+  c.delay.jitter_ns = 5'000;
+  c.delay.distribution = emulator::DelayConfig::Distribution::kNormal;
+  c.duplicate_probability = 0.001;
+  c.corrupt_probability = 0.001;
+  c.ecn_threshold_bytes = 256 * 1024;
+  return c;
+}
+
+// ---------------------------------------------------------------- forwarding
+
+struct ForwardResult {
+  std::string ports, forwarder;
+  double offered_pps = 0, delivered_pps = 0;
+};
+
+ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, const std::string& mode, double seconds,
+                         uint32_t dpdk_index) {
+  const std::string fab = lab::fabric_netns(cfg.name);
+  std::atomic<bool> stop{false}, sink_ready{false}, fwd_ready{false};
+  std::atomic<uint64_t> sent{0}, received{0};
+  std::string error;
+  std::thread sink([&] {
+    try {
+      auto port = open_in(lab::host_netns(cfg.name, 1), port_config("afxdp", "p0", false, 0));
+      sink_ready = true;
+      datapath::RxFrame rx[64];
+      while (!stop) received += port->rx_burst(rx);
+    } catch (const std::exception& e) {
+      error = e.what();
+      sink_ready = true;
+    }
+  });
+  std::thread fwd([&] {
+    try {
+      ScopedNetns in(fab);
+      auto a = open_in(fab, port_config(kind, lab::fabric_ifname(0, 0), true, dpdk_index));
+      auto b = open_in(fab, port_config(kind, lab::fabric_ifname(1, 0), true, dpdk_index + 1));
+      if (mode == "minimal") {
+        fwd_ready = true;
+        datapath::RxFrame rx[64];
+        std::span<const uint8_t> out[64];
+        while (!stop) {
+          const size_t n = a->rx_burst(rx);
+          for (size_t i = 0; i < n; ++i) out[i] = {rx[i].data, rx[i].len};
+          if (n) b->tx_burst({out, n});
+          b->flush();
+        }
+        return;
+      }
+      datapath::FabricNode::Config c;
+      c.fabric.hosts = 2;
+      c.fabric.planes = 1;
+      c.fabric.port.prop_delay_ns = 0;
+      if (mode == "impaired") c.fabric.ecmp = all_impairments(0.01);
+      else c.fabric.ecmp.prop_delay_ns = 0;
+      c.host_macs = {{lab::host_mac(cfg, 0, 0), lab::host_mac(cfg, 1, 0)}};
+      c.frame_size = 2048;
+      c.idle.busy_poll = true;
+      std::vector<std::vector<Port*>> ports{{a.get(), b.get()}};
+      datapath::FabricNode node(c, ports);
+      fwd_ready = true;
+      node.run(stop, {});
+    } catch (const std::exception& e) {
+      error = e.what();
+      fwd_ready = true;
+    }
+  });
+  while (!sink_ready || !fwd_ready) std::this_thread::yield();
+  ForwardResult r{kind, mode};
+  if (!error.empty()) {
+    stop = true;
+    sink.join();
+    fwd.join();
+    throw std::runtime_error(error);
+  }
+  std::thread gen([&] {
+    auto port = open_in(lab::host_netns(cfg.name, 0), port_config("afxdp", "p0", false, 0));
+    std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + 64);
+    wire::UdpFlow flow;
+    flow.src_mac = lab::host_mac(cfg, 0, 0);
+    flow.dst_mac = lab::host_mac(cfg, 1, 0);
+    flow.src_ip = lab::host_ip(cfg, 0, 0);
+    flow.dst_ip = lab::host_ip(cfg, 1, 0);
+    flow.src_port = 50000;
+    flow.dst_port = wire::kDefaultUdpPort;
+    wire::encode_udp_headers(frame, flow, wire::Ecn::kEct0, 0, 64);
+    std::span<const uint8_t> burst[32];
+    for (auto& f : burst) f = frame;
+    const Nanos end = datapath::monotonic_ns() + static_cast<Nanos>(seconds * 1e9);
+    while (datapath::monotonic_ns() < end) {
+      sent += port->tx_burst(burst);
+      port->flush();
+    }
+  });
+  gen.join();
+  const uint64_t got_at_end = received;
+  stop = true;
+  sink.join();
+  fwd.join();
+  r.offered_pps = sent / seconds;
+  r.delivered_pps = got_at_end / seconds;
+  return r;
+}
+
+// ---------------------------------------------------------------- goodput
+
+struct GoodputResult {
+  std::string transport;
+  double loss = 0, goodput_gbps = 0, retained = 0;
+  uint64_t messages = 0, retransmits = 0, verify_failures = 0, errors = 0;
+};
+
+GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, double loss, double seconds) {
+  const uint32_t P = cfg.planes;
+  const std::string fab = lab::fabric_netns(cfg.name);
+  std::atomic<bool> stop_fabric{false}, stop_hosts{false}, fabric_ready{false};
+  std::string error;
+  std::thread fabric([&] {
+    try {
+      ScopedNetns in(fab);
+      std::vector<std::unique_ptr<Port>> owned;
+      std::vector<std::vector<Port*>> ports(P, std::vector<Port*>(2));
+      for (uint32_t p = 0; p < P; ++p)
+        for (uint32_t h = 0; h < 2; ++h) {
+          owned.push_back(open_in(fab, port_config("afxdp", lab::fabric_ifname(h, p), true, 0)));
+          ports[p][h] = owned.back().get();
+        }
+      datapath::FabricNode::Config c;
+      c.fabric.hosts = 2;
+      c.fabric.planes = P;
+      c.fabric.port.prop_delay_ns = 0;
+      c.fabric.ecmp.prop_delay_ns = 10'000;
+      c.fabric.ecmp.loss_probability = loss;
+      for (uint32_t p = 0; p < P; ++p) c.host_macs.push_back({lab::host_mac(cfg, 0, p), lab::host_mac(cfg, 1, p)});
+      c.frame_size = 2048;
+      datapath::FabricNode node(c, ports);
+      fabric_ready = true;
+      node.run(stop_fabric, {});
+    } catch (const std::exception& e) {
+      error = e.what();
+      fabric_ready = true;
+    }
+  });
+  while (!fabric_ready) std::this_thread::yield();
+  if (!error.empty()) {
+    fabric.join();
+    throw std::runtime_error(error);
+  }
+  // Endpoints: one MetaRoCE connection with a path per plane, or one RoCEv2 QP per plane.
+  transport::EndpointConfig ea, eb;
+  ea.ip = lab::host_ip(cfg, 0, 0), ea.mac = lab::host_mac(cfg, 0, 0);
+  eb.ip = lab::host_ip(cfg, 1, 0), eb.mac = lab::host_mac(cfg, 1, 0);
+  transport::Endpoint a(ea), b(eb);
+  std::vector<uint32_t> conns;
+  auto connect = [&](uint32_t id, std::vector<transport::PathConfig> paths) {
+    transport::ConnectionConfig c;
+    c.transport = kind;
+    c.local_id = id;
+    c.remote_id = id + 100;
+    c.peer_ip = eb.ip;
+    c.peer_mac = eb.mac;
+    c.paths = paths;
+    c.mtu_payload = 1024;
+    c.max_message_bytes = 64 * 1024;
+    c.max_outstanding_per_stream = 16;
+    c.tuning.min_rto_ns = 2'000'000;
+    c.tuning.min_pto_ns = 500'000;
+    transport::ConnectionConfig d = c;
+    std::swap(d.local_id, d.remote_id);
+    d.peer_ip = ea.ip;
+    d.peer_mac = ea.mac;
+    std::string err;
+    if (!a.create_connection(c, &err) || !b.create_connection(d, &err)) throw std::runtime_error(err);
+    conns.push_back(id);
+  };
+  if (kind == transport::TransportKind::kMetaRoCE) {
+    std::vector<transport::PathConfig> paths;
+    for (uint32_t p = 0; p < P; ++p) paths.push_back({static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)});
+    connect(1, paths);
+  } else {
+    for (uint32_t p = 0; p < P; ++p) connect(1 + p, {{static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)}});
+  }
+  constexpr uint32_t kMsg = 64 * 1024, kSlots = 32, kDepth = 16;
+  const size_t lane = static_cast<size_t>(kSlots) * kMsg;
+  std::vector<uint8_t> src(lane * conns.size()), dst(lane * conns.size(), 0xEE);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  const uint32_t ks = *a.register_memory(src.data(), src.size(), 0);
+  const uint32_t kd = *b.register_memory(dst.data(), dst.size(), transport::kAccessRemoteWrite);
+  GoodputResult r{transport::transport_name(kind), loss};
+  std::atomic<uint64_t> bytes_window{0};
+  std::atomic<bool> measuring{false};
+  std::vector<uint32_t> next_slot(conns.size(), 0), inflight(conns.size(), 0);
+  auto post = [&](size_t ci) {
+    const uint32_t slot = next_slot[ci]++ % kSlots;
+    const size_t off = ci * lane + static_cast<size_t>(slot) * kMsg;
+    transport::WorkRequest wr{(ci << 32) | slot, transport::Verb::kWrite, reinterpret_cast<uint64_t>(&src[off]), ks,
+                              kMsg, reinterpret_cast<uint64_t>(&dst[off]), kd};
+    if (a.post(conns[ci], 0, wr) == transport::PostError::kOk) inflight[ci]++;
+  };
+  for (size_t ci = 0; ci < conns.size(); ++ci)
+    for (uint32_t i = 0; i < kDepth; ++i) post(ci);
+  auto host = [&](transport::Endpoint& ep, uint32_t h, std::function<void(Nanos)> iter) {
+    std::vector<std::unique_ptr<Port>> owned;
+    std::vector<Port*> ports;
+    for (uint32_t p = 0; p < P; ++p) {
+      owned.push_back(open_in(lab::host_netns(cfg.name, h), port_config("afxdp", lab::host_ifname(p), false, 0)));
+      ports.push_back(owned.back().get());
+    }
+    datapath::EndpointWorker w(ep, ports);
+    w.run(stop_hosts, iter);
+  };
+  auto a_iter = [&](Nanos) {
+    transport::Completion wc[32];
+    size_t n;
+    while ((n = a.poll_completions(wc)) > 0)
+      for (size_t i = 0; i < n; ++i) {
+        const size_t ci = wc[i].wr_id >> 32, slot = wc[i].wr_id & 0xFFFFFFFF;
+        inflight[ci]--;
+        if (wc[i].status != transport::WcStatus::kSuccess) {
+          r.errors++;
+          continue;
+        }
+        const size_t off = ci * lane + slot * kMsg;
+        if (std::memcmp(&dst[off], &src[off], kMsg) != 0) r.verify_failures++;
+        std::memset(&dst[off], 0xEE, kMsg);
+        r.messages++;
+        if (measuring) bytes_window += kMsg;
+        post(ci);
+      }
+  };
+  std::thread tb(host, std::ref(b), 1, nullptr);
+  std::thread ta(host, std::ref(a), 0, a_iter);
+  const double warmup = std::min(0.3, seconds / 4);
+  std::this_thread::sleep_for(std::chrono::duration<double>(warmup));  // benchmark pacing, not synchronisation
+  measuring = true;
+  const Nanos t0 = datapath::monotonic_ns();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds - warmup));
+  measuring = false;
+  const double window = (datapath::monotonic_ns() - t0) / 1e9;
+  stop_hosts = true;
+  ta.join();
+  tb.join();
+  stop_fabric = true;
+  fabric.join();
+  r.goodput_gbps = 8.0 * bytes_window / window / 1e9;
+  for (uint32_t c : conns) r.retransmits += a.stats(c).retransmits;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Fabric-node forwarding rate and MetaRoCE vs RoCEv2 goodput on real packets in a netns lab"};
+  uint32_t planes = 4;
+  double seconds = 2;
+  std::string losses_text = "0,0.01,0.1", json_path;
+  bool no_forwarding = false, no_goodput = false;
+  app.add_option("--planes", planes, "planes for the goodput runs")->check(CLI::Range(1u, 8u));
+  app.add_option("--seconds", seconds, "length of each run")->check(CLI::Range(0.5, 60.0));
+  app.add_option("--losses", losses_text, "loss rates for the goodput runs");
+  app.add_flag("--no-forwarding", no_forwarding, "skip the forwarding runs");
+  app.add_flag("--no-goodput", no_goodput, "skip the goodput runs");
+  app.add_option("--json", json_path, "write the results as JSON");
+  CLI11_PARSE(app, argc, argv);
+  std::vector<double> losses;
+  for (size_t pos = 0; pos <= losses_text.size();) {
+    const size_t comma = std::min(losses_text.find(',', pos), losses_text.size());
+    losses.push_back(std::stod(losses_text.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  if (geteuid() != 0) {
+    std::printf("SKIPPED: needs root (network namespaces, AF_XDP)\n");
+    return 0;
+  }
+  const auto kinds = datapath::supported_port_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "afxdp") == kinds.end()) {
+    std::printf("SKIPPED: AF_XDP port not built\n");
+    return 0;
+  }
+  lab::LabConfig cfg;
+  cfg.name = "mrb" + std::to_string(getpid() % 10000);
+  cfg.hosts = 2;
+  cfg.planes = planes;
+  cfg.mtu = 1500;
+  for (uint32_t p = 0; p < planes; ++p) cfg.subnets.push_back({(10u << 24) | ((180u + p) << 16), 24});
+  lab::Ip ip;
+  std::string err;
+  lab::UpReport report;
+  if (!lab::lab_up(cfg, ip, &report, &err)) {
+    std::printf("SKIPPED: cannot bring the lab up: %s\n", err.c_str());
+    lab::lab_down(cfg.name, ip, nullptr, &err);
+    return 0;
+  }
+  nlohmann::json out = {{"forwarding", nlohmann::json::array()}, {"goodput", nlohmann::json::array()}};
+  int rc = 0;
+  try {
+    if (!no_forwarding) {
+      std::printf("Forwarding through the fabric namespace (64 B payload, one plane, %.1f s each)\n", seconds);
+      std::printf("%-6s %-10s %14s %14s %8s\n", "ports", "forwarder", "offered_pps", "delivered_pps", "vs_min");
+      std::vector<std::string> port_kinds{"afxdp"};
+      if (std::find(kinds.begin(), kinds.end(), "dpdk") != kinds.end()) port_kinds.push_back("dpdk");
+      uint32_t dpdk_index = 0;
+      for (const auto& k : port_kinds) {
+        double minimal = 0;
+        for (const char* mode : {"minimal", "clean", "impaired"}) {
+          const ForwardResult f = forwarding(cfg, k, mode, seconds, dpdk_index);
+          dpdk_index += 2;
+          if (std::string(mode) == "minimal") minimal = f.delivered_pps;
+          const double ratio = minimal > 0 ? f.delivered_pps / minimal : 0;
+          std::printf("%-6s %-10s %14.0f %14.0f %8.3f\n", k.c_str(), mode, f.offered_pps, f.delivered_pps, ratio);
+          out["forwarding"].push_back({{"ports", k}, {"forwarder", mode}, {"offered_pps", f.offered_pps},
+                                       {"delivered_pps", f.delivered_pps}, {"vs_minimal", ratio}});
+        }
+      }
+    }
+    if (!no_goodput) {
+      std::printf("\nGoodput host0 -> host1 over %u planes through the fabric node (64 KiB WRITEs, verified)\n", planes);
+      std::printf("%-9s %7s %10s %9s %10s %9s %8s\n", "transport", "loss", "goodput", "retained", "messages",
+                  "retransmit", "verified");
+      for (auto t : {transport::TransportKind::kMetaRoCE, transport::TransportKind::kRoCEv2}) {
+        double base = 0;
+        for (double l : losses) {
+          GoodputResult g = goodput(cfg, t, l, seconds);
+          if (l == 0) base = g.goodput_gbps;
+          g.retained = base > 0 ? g.goodput_gbps / base : 0;
+          const bool ok = g.verify_failures == 0 && g.errors == 0 && g.messages > 0;
+          rc |= ok ? 0 : 1;
+          std::printf("%-9s %6.2f%% %6.3f Gb %9.3f %10llu %9llu %8s\n", g.transport.c_str(), l * 100, g.goodput_gbps,
+                      g.retained, static_cast<unsigned long long>(g.messages),
+                      static_cast<unsigned long long>(g.retransmits), ok ? "yes" : "NO");
+          out["goodput"].push_back({{"transport", g.transport}, {"loss", l}, {"planes", planes},
+                                    {"goodput_gbps", g.goodput_gbps}, {"retained", g.retained},
+                                    {"messages", g.messages}, {"retransmits", g.retransmits},
+                                    {"data_verified", ok}});
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    rc = 1;
+  }
+  lab::lab_down(cfg.name, ip, nullptr, &err);
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return rc;
+}
