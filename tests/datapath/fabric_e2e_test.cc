@@ -274,6 +274,7 @@ struct Placement {
   Lab* lab = nullptr;
   std::optional<EndpointWorker::InlineEmulation> inline_emulation;
   std::string memory_prefix;
+  std::string host_port_kind = "afxdp";  // in the lab: "afxdp" or "dpdk"
 };
 
 void run_traffic(const Placement& where, uint32_t writes, uint32_t write_bytes, Nanos deadline_ns) {
@@ -307,7 +308,8 @@ void run_traffic(const Placement& where, uint32_t writes, uint32_t write_bytes, 
     std::vector<Port*> ports;
     for (uint32_t p = 0; p < kPlanes; ++p) {
       std::string e;
-      PortConfig c = afxdp("p" + std::to_string(p), false);
+      PortConfig c = where.host_port_kind == "dpdk" ? dpdk("p" + std::to_string(p), 10 + h * kPlanes + p)
+                                                    : afxdp("p" + std::to_string(p), false);
       if (!where.lab) {
         c = PortConfig{};
         c.kind = "memory";
@@ -428,6 +430,19 @@ TEST(FabricE2E, MetaRoceVerbsUnderLossWithADpdkFabricNode) {
   FabricThread fabric(lab, lossy_ecmp(20'000, 0.01, 20'000), {}, "dpdk");
   ASSERT_TRUE(fabric.error().empty()) << fabric.error();
   run_traffic({&lab}, 128, 16384, 60'000'000'000);
+}
+
+// The endpoints on DPDK ports (net_af_packet on their veths), the fabric node on AF_XDP.
+TEST(FabricE2E, MetaRoceVerbsUnderLossOverDpdkEndpoints) {
+  if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r;
+  const auto kinds = supported_port_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "dpdk") == kinds.end()) GTEST_SKIP() << "DPDK port not built";
+  Lab lab;
+  FabricThread fabric(lab, lossy_ecmp(20'000, 0.01, 20'000));
+  ASSERT_TRUE(fabric.error().empty()) << fabric.error();
+  Placement where{&lab};
+  where.host_port_kind = "dpdk";
+  run_traffic(where, 128, 16384, 60'000'000'000);
 }
 
 TEST(FabricE2E, PlaneDownMidTransferLosesNoData) {
