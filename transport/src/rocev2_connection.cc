@@ -203,19 +203,10 @@ class RoceConnection final : public Connection {
       resume_at_ = now + cfg_.tuning.rnr_delay_ns;
       return;
     }
-    // Fatal NAK: the WR holding psn fails, the rest is flushed (RC error state).
+    // Fatal NAK: everything before psn is acknowledged, so the oldest unfinished
+    // WR is the one holding psn; it fails and the rest is flushed (RC error state).
     acked_through(psn, now);
-    const WcStatus st = syn == rv::kSyndromeNakRemoteAccess ? WcStatus::kRemoteAccessError
-                                                            : WcStatus::kRemoteInvalidRequest;
-    error_ = true;
-    for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
-      Wr& w = wrs_[i % wrs_.size()];
-      if (w.done) continue;
-      w.done = true;
-      w.status = psn_diff(psn, w.first_psn) >= 0 && psn_diff(psn, psn_add(w.first_psn, w.npkts)) < 0 ? st
-                                                                                                     : WcStatus::kFlushed;
-    }
-    release();
+    fail_head(syn == rv::kSyndromeNakRemoteAccess ? WcStatus::kRemoteAccessError : WcStatus::kRemoteInvalidRequest);
   }
 
   // The oldest unfinished WR fails with st, the rest are flushed (RC error state).
