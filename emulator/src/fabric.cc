@@ -148,6 +148,8 @@ std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatc
             if (patch.loss) c.loss = *patch.loss, c.loss_probability = 0;
             if (patch.delay) c.delay = *patch.delay;
             if (patch.reorder) c.reorder = *patch.reorder;
+            if (patch.reorder_probability) c.reorder_probability = *patch.reorder_probability;
+            if (patch.reorder_delay_ns) c.reorder_delay_ns = *patch.reorder_delay_ns;
             if (patch.duplicate_probability) c.duplicate_probability = *patch.duplicate_probability;
             if (patch.corrupt_probability) c.corrupt_probability = *patch.corrupt_probability;
             if (patch.up) c.up = *patch.up;

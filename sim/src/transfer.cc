@@ -67,18 +67,9 @@ TransferResult run_transfer(const TransferConfig& cfg) {
     patch.loss = loss;
     patch.duplicate_probability = p.duplicate;
     patch.corrupt_probability = p.corrupt;
+    patch.reorder_probability = p.reorder;
+    patch.reorder_delay_ns = p.reorder_delay_ns;
     if (auto e = fabric.apply(sel, patch, 0)) throw std::invalid_argument("planes[" + std::to_string(i) + "]." + *e);
-    if (p.reorder > 0) {  // hold-back reordering is a LinkConfig field outside LinkPatch
-      for (uint32_t k = 0; k < fc.ecmp_links; ++k)
-        for (auto [a, b] : {std::pair{0u, 1u}, std::pair{1u, 0u}}) {
-          emulator::Link& l = fabric.ecmp_link(static_cast<uint32_t>(i), a, b, k);
-          emulator::LinkConfig c = l.config();
-          c.reorder_probability = p.reorder;
-          c.reorder_delay_ns = p.reorder_delay_ns;
-          if (auto e = emulator::validate(c)) throw std::invalid_argument("planes[" + std::to_string(i) + "]." + *e);
-          l.reconfigure(c);
-        }
-    }
     capacity += p.rate_bps;
   }
   emulator::Timeline timeline = cfg.timeline;

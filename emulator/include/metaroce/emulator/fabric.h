@@ -68,6 +68,8 @@ struct LinkPatch {
   std::optional<LossConfig> loss;
   std::optional<DelayConfig> delay;
   std::optional<ReorderConfig> reorder;
+  std::optional<double> reorder_probability;  // hold-back (LinkConfig::reorder_probability)
+  std::optional<Nanos> reorder_delay_ns;
   std::optional<double> duplicate_probability, corrupt_probability;
   std::optional<bool> up;
   std::optional<FlapConfig> flap;      // period 0 stops flapping
