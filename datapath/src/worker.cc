@@ -32,6 +32,28 @@ void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
 }
 }  // namespace
 
+TxStaging::TxStaging(size_t frames, size_t frame_size)
+    : capacity_(frames), frame_size_(frame_size), bytes_(frames * frame_size) {
+  frames_.reserve(frames);
+}
+
+bool TxStaging::add(std::span<const uint8_t> frame) {
+  if (frame.size() > frame_size_) return false;
+  uint8_t* dst = &bytes_[frames_.size() * frame_size_];
+  std::memcpy(dst, frame.data(), frame.size());
+  frames_.emplace_back(dst, frame.size());
+  return true;
+}
+
+void TxStaging::send(Port* port, WorkerStats& stats) {
+  if (frames_.empty()) return;
+  const size_t sent = port ? port->tx_burst(frames_) : 0;
+  stats.tx_frames += sent;
+  stats.tx_dropped_ring_full += frames_.size() - sent;
+  frames_.clear();
+  if (port) port->flush();
+}
+
 Nanos monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -54,33 +76,18 @@ EndpointWorker::EndpointWorker(transport::Endpoint& ep, std::vector<Port*> ports
   }
   tx_buffers_.resize(kBurst, std::vector<uint8_t>(wire::kMaxFrameBytes));
   tx_frames_.resize(kBurst);
-  staging_.resize(ports_.size());
-  for (Staging& s : staging_) {
-    s.bytes.resize(kBurst * kStageFrame);
-    s.frames.reserve(kBurst);
-  }
+  staging_.reserve(ports_.size());
+  for (size_t p = 0; p < ports_.size(); ++p) staging_.emplace_back(kBurst, kStageFrame);
   rx_.resize(kBurst);
 }
 
 void EndpointWorker::stage(size_t plane, std::span<const uint8_t> frame) {
-  Staging& s = staging_[plane];
-  if (s.frames.size() == kBurst) flush_staged();
-  if (frame.size() > kStageFrame) return;
-  uint8_t* dst = &s.bytes[s.frames.size() * kStageFrame];
-  std::memcpy(dst, frame.data(), frame.size());
-  s.frames.emplace_back(dst, frame.size());
+  if (staging_[plane].full()) staging_[plane].send(ports_[plane], stats_);
+  staging_[plane].add(frame);
 }
 
 void EndpointWorker::flush_staged() {
-  for (size_t p = 0; p < ports_.size(); ++p) {
-    Staging& s = staging_[p];
-    if (s.frames.empty()) continue;
-    const size_t sent = ports_[p]->tx_burst(s.frames);
-    stats_.tx_frames += sent;
-    stats_.tx_dropped_ring_full += s.frames.size() - sent;
-    s.frames.clear();
-    ports_[p]->flush();
-  }
+  for (size_t p = 0; p < ports_.size(); ++p) staging_[p].send(ports_[p], stats_);
 }
 
 bool EndpointWorker::step(Nanos now) {
@@ -182,23 +189,13 @@ FabricNode::FabricNode(const Config& config, std::vector<std::vector<Port*>> por
       origin_(monotonic_ns()),
       delay_(config.delay_frames, config.frame_size) {
   const uint32_t H = config_.fabric.hosts, P = config_.fabric.planes;
-  staging_.resize(static_cast<size_t>(H) * P);
-  for (Staging& s : staging_) {
-    s.bytes.resize(kBurst * config_.frame_size);
-    s.frames.reserve(kBurst);
-  }
+  staging_.reserve(static_cast<size_t>(H) * P);
+  for (size_t i = 0; i < static_cast<size_t>(H) * P; ++i) staging_.emplace_back(kBurst, config_.frame_size);
   rx_.resize(kBurst);
 }
 
 void FabricNode::flush_port(uint32_t plane, uint32_t host) {
-  Staging& s = staging_[plane * config_.fabric.hosts + host];
-  if (s.frames.empty()) return;
-  Port* port = ports_[plane][host];
-  const size_t sent = port ? port->tx_burst(s.frames) : 0;
-  stats_.tx_frames += sent;
-  stats_.tx_dropped_ring_full += s.frames.size() - sent;
-  s.frames.clear();
-  if (port) port->flush();
+  staging_[plane * config_.fabric.hosts + host].send(ports_[plane][host], stats_);
 }
 
 int FabricNode::host_for(uint32_t plane, const uint8_t* mac) const {
@@ -251,15 +248,9 @@ bool FabricNode::step(Nanos now) {
     emulator::FramePosition pos = held->pos;
     std::span<uint8_t> bytes = delay_.bytes(*held);
     if (pos.hop == emulator::Hop::kDelivered) {
-      Staging& s = staging_[pos.plane * H + pos.to];
-      if (s.frames.size() == kBurst) flush_port(pos.plane, pos.to);
-      if (bytes.size() > config_.frame_size) {
-        stats_.tx_dropped_ring_full++;
-      } else {
-        uint8_t* dst = &s.bytes[s.frames.size() * config_.frame_size];
-        std::memcpy(dst, bytes.data(), bytes.size());
-        s.frames.emplace_back(dst, bytes.size());
-      }
+      TxStaging& s = staging_[pos.plane * H + pos.to];
+      if (s.full()) flush_port(pos.plane, pos.to);
+      if (!s.add(bytes)) stats_.tx_dropped_ring_full++;
       delay_.pop();
       continue;
     }

@@ -40,6 +40,23 @@ struct WorkerStats {
   uint64_t emu_drops[6] = {0, 0, 0, 0, 0, 0};  // by emulator::DropCause
 };
 
+// Frames copied for one tx_burst on one port (the source buffers may be
+// recycled right after), fixed storage.
+class TxStaging {
+ public:
+  TxStaging(size_t frames, size_t frame_size);
+  bool full() const { return frames_.size() == capacity_; }
+  // Copies frame; false when it is larger than the staging frame size.
+  bool add(std::span<const uint8_t> frame);
+  // One tx_burst of everything staged; refused frames count as ring-full drops.
+  void send(Port* port, WorkerStats& stats);
+
+ private:
+  size_t capacity_, frame_size_;
+  std::vector<uint8_t> bytes_;
+  std::vector<std::span<const uint8_t>> frames_;
+};
+
 // Endpoint placement: ports[p] carries plane p. Optionally the emulator sits
 // inline between the engine and its ports (one Link per plane and direction),
 // so a host can impair its own traffic.
@@ -73,12 +90,7 @@ class EndpointWorker {
   std::unique_ptr<DelayLine> delay_;
   std::vector<std::vector<uint8_t>> tx_buffers_;
   std::vector<transport::TxFrame> tx_frames_;
-  // Per plane: frames copied for one tx_burst.
-  struct Staging {
-    std::vector<uint8_t> bytes;
-    std::vector<std::span<const uint8_t>> frames;
-  };
-  std::vector<Staging> staging_;
+  std::vector<TxStaging> staging_;  // per plane
   std::vector<RxFrame> rx_;
   WorkerStats stats_;
 };
@@ -118,11 +130,7 @@ class FabricNode {
   Nanos origin_ = 0;
   void flush_port(uint32_t plane, uint32_t host);
   DelayLine delay_;
-  struct Staging {
-    std::vector<uint8_t> bytes;
-    std::vector<std::span<const uint8_t>> frames;
-  };
-  std::vector<Staging> staging_;  // [plane*hosts + host]
+  std::vector<TxStaging> staging_;  // [plane*hosts + host]
   std::vector<RxFrame> rx_;
   WorkerStats stats_;
 };
