@@ -104,17 +104,22 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Row> rows;
-  auto run = [&](TransportKind t, const std::string& scenario, double loss, std::vector<PlaneSpec> specs) {
+  // What every run shares: transport, planes, the WRITE workload and the seed.
+  auto base_config = [&](TransportKind t, std::vector<PlaneSpec> specs) {
     TransferConfig c;
     c.transport = t;
-    c.planes = specs;
-    c.duration_ns = static_cast<int64_t>(duration_ms * 1e6);
-    c.warmup_ns = static_cast<int64_t>(warmup_ms * 1e6);
+    c.planes = std::move(specs);
     c.workload.message_bytes = message_bytes;
     c.workload.depth = depth;
     c.workload.slots = std::max<uint32_t>(depth * 2, 32);
     c.workload.seed = seed;
     c.seed = seed;
+    return c;
+  };
+  auto run = [&](TransportKind t, const std::string& scenario, double loss, std::vector<PlaneSpec> specs) {
+    TransferConfig c = base_config(t, specs);
+    c.duration_ns = static_cast<int64_t>(duration_ms * 1e6);
+    c.warmup_ns = static_cast<int64_t>(warmup_ms * 1e6);
     const auto t0 = std::chrono::steady_clock::now();
     Row row{metaroce::transport::transport_name(t), scenario, loss, specs.size(), metaroce::sim::run_transfer(c)};
     row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -147,16 +152,10 @@ int main(int argc, char** argv) {
   };
   std::vector<FaultRow> faults;
   auto fault_case = [&](TransportKind t, const std::string& scenario) {
-    TransferConfig c;
-    c.transport = t;
-    c.planes = uniform(0);
+    TransferConfig c = base_config(t, uniform(0));
     c.duration_ns = static_cast<int64_t>(fault_ms * 3 * 1e6);
     c.warmup_ns = 0;
     c.interval_ns = 20'000;
-    c.workload.message_bytes = message_bytes;
-    c.workload.depth = depth;
-    c.workload.slots = std::max<uint32_t>(depth * 2, 32);
-    c.seed = seed;
     const int64_t t1 = static_cast<int64_t>(fault_ms * 1e6), t2 = 2 * t1;
     metaroce::emulator::LinkSelector sel;
     sel.plane = 0;
