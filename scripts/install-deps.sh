@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
   # datapath and control plane (detected at configure time, reported if absent)
   libdpdk-dev libxdp-dev libbpf-dev clang llvm iproute2 iputils-ping iperf3 ethtool
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
