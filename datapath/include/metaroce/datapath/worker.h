@@ -112,7 +112,11 @@ class FabricNode {
 
   // Timeline instants, flap phases and step()'s `now` are all relative to
   // the node's origin (its construction), so "at 2 s" means 2 s after start.
+  // Replaces any timeline loaded before (its pending events are dropped).
   void load_timeline(emulator::Timeline t) { timeline_.emplace(fabric_, std::move(t)); }
+  size_t timeline_pending() const {
+    return timeline_ ? timeline_->timeline().events().size() - timeline_->applied() : 0;
+  }
   Nanos origin() const { return origin_; }
   bool step(Nanos now);
   void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);

@@ -1,0 +1,108 @@
+// metaroced's configuration file (YAML), parsed and validated in one place.
+// Every error names the key (with its line) and the allowed values, e.g.
+//   "h0.yaml:7: endpoint.datapath: must be one of afxdp, dpdk, udp (got 'xdp')".
+// Unknown keys are errors too, so a typo never silently falls back to a default.
+// The documented example is configs/daemon/example.yaml; docs/control-plane.md
+// describes every key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metaroce/emulator/link.h"
+#include "metaroce/transport/types.h"
+#include "metaroce/wire/udp_frame.h"
+
+namespace metaroce::daemon {
+
+enum class DaemonRole : uint8_t { kEndpoint, kFabric, kBoth };
+const char* role_name(DaemonRole r);
+
+struct TlsFiles {
+  std::string cert, key;     // PEM files
+  std::string client_ca;     // server: when set, clients must present a certificate it signed
+  std::string ca;            // client (peer dialing): CA of the peer's server certificate
+  std::string server_name;   // client: expected name in the peer's certificate ("" = from the address)
+};
+
+struct ControlConfig {
+  std::string unix_socket = "/run/metaroce/metaroced.sock";  // "" = no Unix socket
+  uint32_t unix_mode = 0660;   // [0600, 0777] permission bits of the socket
+  std::string tcp;             // "host:port" ("" = no TCP listener)
+  TlsFiles tls;                // for the TCP listener
+  std::string token_file;      // when set, every call needs "authorization: Bearer <token>"
+  bool insecure = false;       // allow plain TCP, loopback only (or --insecure)
+  std::string peer_address;    // how other daemons reach this one ("" = unix://<unix_socket>)
+  // Dialing peer daemons (connection setup, verification).
+  std::string peer_token_file;
+  TlsFiles peer_tls;           // ca (+ cert/key for client certs) when peers are TCP+TLS
+};
+
+struct MetricsConfig {
+  std::string listen;          // "host:port" for GET /metrics ("" = off)
+};
+
+struct EndpointSection {
+  std::string datapath = "afxdp";          // afxdp | dpdk | udp
+  std::vector<std::string> interfaces;     // one per plane, [1, 16]
+  uint32_t ip = 0;                         // the endpoint's transport IPv4
+  wire::MacAddr mac{};                     // the MAC it sends from and receives on, on every plane
+  uint16_t udp_port = 4794;                // MetaRoCE UDP port [1, 65535]
+  std::string xdp_mode = "skb";            // afxdp: auto | native | skb
+  uint32_t frame_size = 2048;              // [1024, 3840] for afxdp, [1024, 9216] otherwise
+  std::vector<std::string> eal_args;       // dpdk: EAL arguments (default: --no-huge ... per daemon)
+  uint32_t mtu_payload = 1024;             // default payload per packet, [256, frame_size - 128]
+  transport::Nanos min_rto_ns = 2'000'000; // default minimum RTO, [10 us, 1 s]
+  transport::Nanos min_pto_ns = 500'000;   // tail-loss probe floor, [10 us, 1 s]
+  double inbound_capacity_bps = 0;         // for the receiver's fair-share hint (0 = none)
+  bool busy_poll = false;                  // spin instead of blocking when idle
+  uint32_t max_connections = 256;          // [1, 4096]
+  uint64_t max_region_bytes = 256ull << 20;  // per connection/job region, [64 KiB, 4 GiB]
+};
+
+struct FabricSection {
+  std::string datapath = "afxdp";          // afxdp | dpdk
+  uint32_t hosts = 2;                      // [2, 64]
+  uint32_t planes = 4;                     // [1, 16]
+  uint32_t ecmp_links = 1;                 // [1, 64]
+  std::vector<std::vector<std::string>> interfaces;  // [plane][host]: the interface facing host on plane
+  std::vector<wire::MacAddr> host_macs;    // the endpoint MAC of each host (routing by destination MAC)
+  uint32_t frame_size = 2048;
+  std::vector<std::string> eal_args;
+  emulator::LinkConfig port;               // host uplinks and downlinks
+  emulator::LinkConfig ecmp;               // every ECMP link's base settings (Fabric.Reset returns here)
+  uint64_t seed = 1;
+  bool busy_poll = false;
+};
+
+struct DaemonConfig {
+  std::string source;              // file name, for messages
+  std::string name = "metaroced";  // [A-Za-z0-9_.-]{1,32}
+  DaemonRole role = DaemonRole::kEndpoint;
+  std::string log_level = "info";  // trace | debug | info | warn | error | off
+  ControlConfig control;
+  MetricsConfig metrics;
+  std::optional<EndpointSection> endpoint;  // required for role endpoint/both
+  std::optional<FabricSection> fabric;      // required for role fabric/both
+  // `lab: {file, host | fabric}` derives interfaces and addresses from a lab file.
+  std::string lab_file;
+  int lab_host = -1;               // >= 0: endpoint of lab host N; -1: not used
+  bool lab_fabric = false;
+};
+
+// Parses and validates. On failure returns nullopt and sets *error (one line).
+std::optional<DaemonConfig> parse_daemon_yaml(const std::string& text, const std::string& source, std::string* error);
+std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::string* error);
+// Checks a parsed config beyond single keys (role vs sections, TLS rules); also
+// run on command-line overrides. --insecure is passed in separately.
+std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag);
+
+// The effective configuration (defaults filled in) as YAML and as JSON.
+std::string daemon_config_yaml(const DaemonConfig& c);
+std::string daemon_config_json(const DaemonConfig& c);
+
+// True when a "host:port" names a loopback address (127.0.0.0/8, ::1, localhost).
+bool is_loopback_listen(const std::string& host_port);
+}  // namespace metaroce::daemon

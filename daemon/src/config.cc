@@ -1,0 +1,528 @@
+#include "metaroce/daemon/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "metaroce/lab/config.h"
+
+namespace metaroce::daemon {
+namespace {
+
+// Raised inside the parser; turned into the one-line error at the top.
+struct ConfigError {
+  std::string text;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  std::string where(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    return m.line < 0 ? source_ + ": " : source_ + ":" + std::to_string(m.line + 1) + ": ";
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    throw ConfigError{where(n) + key + ": " + what};
+  }
+  static std::string text(const YAML::Node& n) {
+    if (n.IsScalar()) return n.Scalar();
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "nothing";
+  }
+  // A mapping whose keys must all be in `allowed`.
+  void expect_map(const YAML::Node& n, const std::string& key, const std::set<std::string>& allowed) const {
+    if (!n.IsMap()) fail(n, key, "must be a mapping (got " + text(n) + ")");
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      if (!allowed.count(k)) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        fail(kv.first, key.empty() ? k : key + "." + k, "unknown key (allowed: " + list + ")");
+      }
+    }
+  }
+  std::string str(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "must be a string (got " + text(n) + ")");
+    return n.Scalar();
+  }
+  std::string one_of(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
+    const std::string v = str(n, key);
+    for (const auto& a : allowed)
+      if (v == a) return v;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    fail(n, key, "must be one of " + list + " (got '" + v + "')");
+  }
+  uint64_t uint(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    bool ok = n.IsScalar() && !v.empty() && v.size() <= 19;
+    for (char c : v) ok = ok && c >= '0' && c <= '9';
+    uint64_t x = 0;
+    if (ok) x = std::stoull(v);
+    if (!ok || x < lo || x > hi)
+      fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got '" + v + "')");
+    return x;
+  }
+  double real(const YAML::Node& n, const std::string& key, double lo, double hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    double x = NAN;
+    try {
+      size_t used = 0;
+      x = std::stod(v, &used);
+      if (used != v.size()) x = NAN;
+    } catch (...) {
+    }
+    if (!n.IsScalar() || !std::isfinite(x) || x < lo || x > hi) {
+      std::ostringstream r;
+      r << "must be a number in [" << lo << ", " << hi << "] (got '" << v << "')";
+      fail(n, key, r.str());
+    }
+    return x;
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    if (v == "true") return true;
+    if (v == "false") return false;
+    fail(n, key, "must be true or false (got '" + v + "')");
+  }
+  // Durations: integers are nanoseconds; "10us", "2ms", "1.5s" are accepted too.
+  int64_t duration_ns(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    static const std::pair<const char*, double> units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+    double x = NAN;
+    for (const auto& [suffix, scale] : units) {
+      const std::string s = suffix;
+      if (v.size() > s.size() && v.compare(v.size() - s.size(), s.size(), s) == 0) {
+        const std::string num = v.substr(0, v.size() - s.size());
+        if (num.find_first_not_of("0123456789.") == std::string::npos && !num.empty()) x = std::stod(num) * scale;
+        break;
+      }
+    }
+    if (std::isnan(x) && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 19)
+      x = static_cast<double>(std::stoll(v));
+    if (!n.IsScalar() || std::isnan(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi))
+      fail(n, key,
+           "must be a duration in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+               "] ns, e.g. 2ms, 10us, 5000 (got '" + v + "')");
+    return static_cast<int64_t>(x);
+  }
+  uint32_t ipv4(const YAML::Node& n, const std::string& key) const {
+    const auto ip = wire::parse_ipv4(str(n, key).c_str());
+    if (!ip) fail(n, key, "must be an IPv4 address like 10.0.0.1 (got '" + n.Scalar() + "')");
+    return *ip;
+  }
+  wire::MacAddr mac(const YAML::Node& n, const std::string& key) const {
+    const auto m = wire::parse_mac(str(n, key).c_str());
+    if (!m) fail(n, key, "must be a MAC address like 02:00:00:00:00:01 (got '" + n.Scalar() + "')");
+    return *m;
+  }
+  std::vector<std::string> strings(const YAML::Node& n, const std::string& key, size_t lo, size_t hi) const {
+    if (!n.IsSequence()) fail(n, key, "must be a list of strings (got " + text(n) + ")");
+    if (n.size() < lo || n.size() > hi)
+      fail(n, key, "must have " + std::to_string(lo) + " to " + std::to_string(hi) + " entries (got " +
+                       std::to_string(n.size()) + ")");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n.size(); ++i) out.push_back(str(n[i], key + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+std::string rel(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+void parse_tls(const Reader& r, const YAML::Node& n, const std::string& key, TlsFiles* t, const std::string& dir) {
+  r.expect_map(n, key, {"cert", "key", "client_ca", "ca", "server_name"});
+  if (n["cert"]) t->cert = rel(dir, r.str(n["cert"], key + ".cert"));
+  if (n["key"]) t->key = rel(dir, r.str(n["key"], key + ".key"));
+  if (n["client_ca"]) t->client_ca = rel(dir, r.str(n["client_ca"], key + ".client_ca"));
+  if (n["ca"]) t->ca = rel(dir, r.str(n["ca"], key + ".ca"));
+  if (n["server_name"]) t->server_name = r.str(n["server_name"], key + ".server_name");
+}
+
+void parse_link(const Reader& r, const YAML::Node& n, const std::string& key, emulator::LinkConfig* c) {
+  r.expect_map(n, key,
+               {"rate_bps", "prop_delay_ns", "queue_limit_bytes", "queue_limit_packets", "ecn_threshold_bytes",
+                "loss_probability", "delay_ns", "jitter_ns", "duplicate_probability", "corrupt_probability",
+                "reorder_probability", "reorder_delay_ns"});
+  if (n["rate_bps"]) c->rate_bps = r.real(n["rate_bps"], key + ".rate_bps", 1e3, 1.6e12);
+  if (n["prop_delay_ns"]) c->prop_delay_ns = r.duration_ns(n["prop_delay_ns"], key + ".prop_delay_ns", 0, 3'600'000'000'000);
+  if (n["queue_limit_bytes"])
+    c->queue_limit_bytes = static_cast<uint32_t>(r.uint(n["queue_limit_bytes"], key + ".queue_limit_bytes", 1, 1u << 30));
+  if (n["queue_limit_packets"])
+    c->queue_limit_packets =
+        static_cast<uint32_t>(r.uint(n["queue_limit_packets"], key + ".queue_limit_packets", 1, 1u << 20));
+  if (n["ecn_threshold_bytes"])
+    c->ecn_threshold_bytes =
+        static_cast<uint32_t>(r.uint(n["ecn_threshold_bytes"], key + ".ecn_threshold_bytes", 0, 1u << 30));
+  if (n["loss_probability"]) c->loss_probability = r.real(n["loss_probability"], key + ".loss_probability", 0, 1);
+  if (n["delay_ns"]) c->delay.delay_ns = r.duration_ns(n["delay_ns"], key + ".delay_ns", 0, 3'600'000'000'000);
+  if (n["jitter_ns"]) c->delay.jitter_ns = r.duration_ns(n["jitter_ns"], key + ".jitter_ns", 0, 3'600'000'000'000);
+  if (n["duplicate_probability"])
+    c->duplicate_probability = r.real(n["duplicate_probability"], key + ".duplicate_probability", 0, 1);
+  if (n["corrupt_probability"])
+    c->corrupt_probability = r.real(n["corrupt_probability"], key + ".corrupt_probability", 0, 1);
+  if (n["reorder_probability"])
+    c->reorder_probability = r.real(n["reorder_probability"], key + ".reorder_probability", 0, 1);
+  if (n["reorder_delay_ns"])
+    c->reorder_delay_ns = r.duration_ns(n["reorder_delay_ns"], key + ".reorder_delay_ns", 0, 3'600'000'000'000);
+  if (auto e = emulator::validate(*c)) r.fail(n, key, *e);
+}
+
+DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& dir) {
+  DaemonConfig c;
+  c.source = r.source();
+  r.expect_map(root, "", {"name", "role", "log_level", "control", "metrics", "endpoint", "fabric", "lab"});
+  if (root["name"]) {
+    c.name = r.str(root["name"], "name");
+    bool ok = !c.name.empty() && c.name.size() <= 32;
+    for (char ch : c.name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.');
+    if (!ok) r.fail(root["name"], "name", "must match [A-Za-z0-9_.-]{1,32} (got '" + c.name + "')");
+  }
+  if (!root["role"]) r.fail(root, "role", "is required (allowed: endpoint, fabric, both)");
+  const std::string role = r.one_of(root["role"], "role", {"endpoint", "fabric", "both"});
+  c.role = role == "endpoint" ? DaemonRole::kEndpoint : role == "fabric" ? DaemonRole::kFabric : DaemonRole::kBoth;
+  if (root["log_level"])
+    c.log_level = r.one_of(root["log_level"], "log_level", {"trace", "debug", "info", "warn", "error", "off"});
+
+  if (const auto n = root["control"]) {
+    r.expect_map(n, "control",
+                 {"unix_socket", "unix_mode", "tcp", "tls", "token_file", "insecure", "peer_address",
+                  "peer_token_file", "peer_tls"});
+    if (n["unix_socket"]) c.control.unix_socket = rel(dir, r.str(n["unix_socket"], "control.unix_socket"));
+    if (n["unix_mode"]) {
+      const std::string v = r.str(n["unix_mode"], "control.unix_mode");
+      bool ok = v.size() >= 3 && v.size() <= 4 && v.find_first_not_of("01234567") == std::string::npos;
+      const unsigned long mode = ok ? std::stoul(v, nullptr, 8) : 0;
+      if (!ok || mode < 0600 || mode > 0777)
+        r.fail(n["unix_mode"], "control.unix_mode", "must be an octal mode in [0600, 0777] (got '" + v + "')");
+      c.control.unix_mode = static_cast<uint32_t>(mode);
+    }
+    if (n["tcp"]) c.control.tcp = r.str(n["tcp"], "control.tcp");
+    if (n["tls"]) parse_tls(r, n["tls"], "control.tls", &c.control.tls, dir);
+    if (n["token_file"]) c.control.token_file = rel(dir, r.str(n["token_file"], "control.token_file"));
+    if (n["insecure"]) c.control.insecure = r.boolean(n["insecure"], "control.insecure");
+    if (n["peer_address"]) c.control.peer_address = r.str(n["peer_address"], "control.peer_address");
+    if (n["peer_token_file"]) c.control.peer_token_file = rel(dir, r.str(n["peer_token_file"], "control.peer_token_file"));
+    if (n["peer_tls"]) parse_tls(r, n["peer_tls"], "control.peer_tls", &c.control.peer_tls, dir);
+    if (!c.control.tcp.empty()) {
+      const auto colon = c.control.tcp.rfind(':');
+      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < c.control.tcp.size();
+      if (ok) {
+        const std::string port = c.control.tcp.substr(colon + 1);
+        ok = port.find_first_not_of("0123456789") == std::string::npos && port.size() <= 5 && std::stoul(port) <= 65535;
+      }
+      if (!ok) r.fail(n["tcp"], "control.tcp", "must be host:port, e.g. 127.0.0.1:50051 (got '" + c.control.tcp + "')");
+    }
+  }
+  if (const auto n = root["metrics"]) {
+    r.expect_map(n, "metrics", {"listen"});
+    if (n["listen"]) c.metrics.listen = r.str(n["listen"], "metrics.listen");
+  }
+
+  // Lab shortcut: derive interfaces and addresses from a lab description.
+  std::optional<lab::LabConfig> labcfg;
+  if (const auto n = root["lab"]) {
+    r.expect_map(n, "lab", {"file", "host", "fabric"});
+    if (!n["file"]) r.fail(n, "lab.file", "is required (a lab YAML, e.g. configs/labs/default.yaml)");
+    c.lab_file = rel(dir, r.str(n["file"], "lab.file"));
+    std::string err;
+    labcfg = lab::load_lab_file(c.lab_file, &err);
+    if (!labcfg) r.fail(n["file"], "lab.file", err);
+    if (n["host"]) c.lab_host = static_cast<int>(r.uint(n["host"], "lab.host", 0, labcfg->hosts - 1));
+    if (n["fabric"]) c.lab_fabric = r.boolean(n["fabric"], "lab.fabric");
+    if (c.lab_host < 0 && !c.lab_fabric) r.fail(n, "lab", "needs host: N (an endpoint host) or fabric: true");
+  }
+
+  const bool want_endpoint = c.role != DaemonRole::kFabric;
+  const bool want_fabric = c.role != DaemonRole::kEndpoint;
+  if (root["endpoint"] && !want_endpoint) r.fail(root["endpoint"], "endpoint", "is only allowed with role endpoint or both");
+  if (root["fabric"] && !want_fabric) r.fail(root["fabric"], "fabric", "is only allowed with role fabric or both");
+
+  if (want_endpoint) {
+    EndpointSection e;
+    if (labcfg && c.lab_host >= 0) {
+      for (uint32_t p = 0; p < labcfg->planes; ++p) e.interfaces.push_back(lab::host_ifname(p));
+      e.ip = lab::host_ip(*labcfg, c.lab_host, 0);
+      e.mac = lab::host_mac(*labcfg, c.lab_host, 0);
+    }
+    const YAML::Node n = root["endpoint"];
+    if (n) {
+      r.expect_map(n, "endpoint",
+                   {"datapath", "interfaces", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
+                    "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "busy_poll",
+                    "max_connections", "max_region_bytes"});
+      if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
+      if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
+      if (n["address"]) e.ip = r.ipv4(n["address"], "endpoint.address");
+      if (n["mac"]) e.mac = r.mac(n["mac"], "endpoint.mac");
+      if (n["udp_port"]) e.udp_port = static_cast<uint16_t>(r.uint(n["udp_port"], "endpoint.udp_port", 1, 65535));
+      if (n["xdp_mode"]) e.xdp_mode = r.one_of(n["xdp_mode"], "endpoint.xdp_mode", {"auto", "native", "skb"});
+      const uint32_t max_frame = e.datapath == "afxdp" ? 3840 : 9216;
+      if (n["frame_size"])
+        e.frame_size = static_cast<uint32_t>(r.uint(n["frame_size"], "endpoint.frame_size", 1024, max_frame));
+      if (n["eal_args"]) e.eal_args = r.strings(n["eal_args"], "endpoint.eal_args", 0, 64);
+      if (n["mtu_payload"])
+        e.mtu_payload = static_cast<uint32_t>(r.uint(n["mtu_payload"], "endpoint.mtu_payload", 256, e.frame_size - 128));
+      if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", 10'000, 1'000'000'000);
+      if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", 10'000, 1'000'000'000);
+      if (n["inbound_capacity_bps"])
+        e.inbound_capacity_bps = r.real(n["inbound_capacity_bps"], "endpoint.inbound_capacity_bps", 0, 1.6e12);
+      if (n["busy_poll"]) e.busy_poll = r.boolean(n["busy_poll"], "endpoint.busy_poll");
+      if (n["max_connections"])
+        e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
+      if (n["max_region_bytes"])
+        e.max_region_bytes = r.uint(n["max_region_bytes"], "endpoint.max_region_bytes", 64 << 10, 4ull << 30);
+    }
+    const YAML::Node at = n ? n : root;
+    if (e.interfaces.empty()) r.fail(at, "endpoint.interfaces", "is required (one interface per plane, 1 to 16), or lab.host");
+    if (e.ip == 0) r.fail(at, "endpoint.address", "is required (the endpoint's IPv4), or lab.host");
+    if (e.mac == wire::MacAddr{}) r.fail(at, "endpoint.mac", "is required (02:xx:... unicast), or lab.host");
+    if (e.datapath == "udp" && e.interfaces.size() != 1)
+      r.fail(at, "endpoint.interfaces", "the udp datapath has exactly one plane (got " + std::to_string(e.interfaces.size()) + ")");
+    if (e.mtu_payload > e.frame_size - 128)
+      r.fail(at, "endpoint.mtu_payload",
+             "must be at most frame_size - 128 = " + std::to_string(e.frame_size - 128) + " (got " +
+                 std::to_string(e.mtu_payload) + ")");
+    c.endpoint = e;
+  }
+  if (want_fabric) {
+    FabricSection f;
+    if (labcfg && c.lab_fabric) {
+      f.hosts = labcfg->hosts;
+      f.planes = labcfg->planes;
+      f.interfaces.assign(f.planes, {});
+      for (uint32_t p = 0; p < f.planes; ++p)
+        for (uint32_t h = 0; h < f.hosts; ++h) f.interfaces[p].push_back(lab::fabric_ifname(h, p));
+      for (uint32_t h = 0; h < f.hosts; ++h) f.host_macs.push_back(lab::host_mac(*labcfg, h, 0));
+    }
+    f.port.prop_delay_ns = 0;
+    f.port.rate_bps = 10e9;
+    f.ecmp.rate_bps = 10e9;
+    f.ecmp.prop_delay_ns = 2000;
+    const YAML::Node n = root["fabric"];
+    if (n) {
+      r.expect_map(n, "fabric",
+                   {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "host_macs", "frame_size", "eal_args",
+                    "port", "ecmp", "seed", "busy_poll"});
+      if (n["datapath"]) f.datapath = r.one_of(n["datapath"], "fabric.datapath", {"afxdp", "dpdk"});
+      if (n["hosts"]) f.hosts = static_cast<uint32_t>(r.uint(n["hosts"], "fabric.hosts", 2, 64));
+      if (n["planes"]) f.planes = static_cast<uint32_t>(r.uint(n["planes"], "fabric.planes", 1, 16));
+      if (n["ecmp_links"]) f.ecmp_links = static_cast<uint32_t>(r.uint(n["ecmp_links"], "fabric.ecmp_links", 1, 64));
+      if (n["interfaces"]) {
+        const auto& l = n["interfaces"];
+        if (!l.IsSequence()) r.fail(l, "fabric.interfaces", "must be a list (per plane) of lists (per host)");
+        f.interfaces.clear();
+        for (size_t p = 0; p < l.size(); ++p)
+          f.interfaces.push_back(r.strings(l[p], "fabric.interfaces[" + std::to_string(p) + "]", 2, 64));
+      }
+      if (n["host_macs"]) {
+        const auto& l = n["host_macs"];
+        if (!l.IsSequence()) r.fail(l, "fabric.host_macs", "must be a list of MAC addresses, one per host");
+        f.host_macs.clear();
+        for (size_t h = 0; h < l.size(); ++h) f.host_macs.push_back(r.mac(l[h], "fabric.host_macs[" + std::to_string(h) + "]"));
+      }
+      if (n["frame_size"]) f.frame_size = static_cast<uint32_t>(r.uint(n["frame_size"], "fabric.frame_size", 1024, 3840));
+      if (n["eal_args"]) f.eal_args = r.strings(n["eal_args"], "fabric.eal_args", 0, 64);
+      if (n["port"]) parse_link(r, n["port"], "fabric.port", &f.port);
+      if (n["ecmp"]) parse_link(r, n["ecmp"], "fabric.ecmp", &f.ecmp);
+      if (n["seed"]) f.seed = r.uint(n["seed"], "fabric.seed", 0, UINT64_MAX);
+      if (n["busy_poll"]) f.busy_poll = r.boolean(n["busy_poll"], "fabric.busy_poll");
+    }
+    const YAML::Node at = n ? n : root;
+    if (f.interfaces.size() != f.planes)
+      r.fail(at, "fabric.interfaces",
+             "must list " + std::to_string(f.planes) + " planes (got " + std::to_string(f.interfaces.size()) + "), or lab.fabric");
+    for (size_t p = 0; p < f.interfaces.size(); ++p)
+      if (f.interfaces[p].size() != f.hosts)
+        r.fail(at, "fabric.interfaces[" + std::to_string(p) + "]",
+               "must list " + std::to_string(f.hosts) + " interfaces, one per host (got " +
+                   std::to_string(f.interfaces[p].size()) + ")");
+    if (f.host_macs.size() != f.hosts)
+      r.fail(at, "fabric.host_macs",
+             "must list " + std::to_string(f.hosts) + " MACs, one per host (got " + std::to_string(f.host_macs.size()) + ")");
+    c.fabric = f;
+  }
+  return c;
+}
+
+std::string mac_text(const wire::MacAddr& m) { return lab::mac_to_string(m); }
+
+nlohmann::json link_json(const emulator::LinkConfig& l) {
+  return {{"rate_bps", l.rate_bps},
+          {"prop_delay_ns", l.prop_delay_ns},
+          {"queue_limit_bytes", l.queue_limit_bytes},
+          {"queue_limit_packets", l.queue_limit_packets},
+          {"ecn_threshold_bytes", l.ecn_threshold_bytes},
+          {"loss_probability", l.loss_probability},
+          {"delay_ns", l.delay.delay_ns},
+          {"jitter_ns", l.delay.jitter_ns},
+          {"duplicate_probability", l.duplicate_probability},
+          {"corrupt_probability", l.corrupt_probability},
+          {"reorder_probability", l.reorder_probability},
+          {"reorder_delay_ns", l.reorder_delay_ns}};
+}
+
+nlohmann::json tls_json(const TlsFiles& t) {
+  return {{"cert", t.cert}, {"key", t.key}, {"client_ca", t.client_ca}, {"ca", t.ca}, {"server_name", t.server_name}};
+}
+
+nlohmann::json config_json(const DaemonConfig& c) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "0%o", c.control.unix_mode);
+  nlohmann::json j = {{"name", c.name},
+                      {"role", role_name(c.role)},
+                      {"log_level", c.log_level},
+                      {"control",
+                       {{"unix_socket", c.control.unix_socket},
+                        {"unix_mode", mode},
+                        {"tcp", c.control.tcp},
+                        {"tls", tls_json(c.control.tls)},
+                        {"token_file", c.control.token_file},
+                        {"insecure", c.control.insecure},
+                        {"peer_address", c.control.peer_address},
+                        {"peer_token_file", c.control.peer_token_file},
+                        {"peer_tls", tls_json(c.control.peer_tls)}}},
+                      {"metrics", {{"listen", c.metrics.listen}}}};
+  if (c.endpoint) {
+    const auto& e = *c.endpoint;
+    j["endpoint"] = {{"datapath", e.datapath},
+                     {"interfaces", e.interfaces},
+                     {"address", lab::ip_to_string(e.ip)},
+                     {"mac", mac_text(e.mac)},
+                     {"udp_port", e.udp_port},
+                     {"xdp_mode", e.xdp_mode},
+                     {"frame_size", e.frame_size},
+                     {"eal_args", e.eal_args},
+                     {"mtu_payload", e.mtu_payload},
+                     {"min_rto_ns", e.min_rto_ns},
+                     {"min_pto_ns", e.min_pto_ns},
+                     {"inbound_capacity_bps", e.inbound_capacity_bps},
+                     {"busy_poll", e.busy_poll},
+                     {"max_connections", e.max_connections},
+                     {"max_region_bytes", e.max_region_bytes}};
+  }
+  if (c.fabric) {
+    const auto& f = *c.fabric;
+    std::vector<std::string> macs;
+    for (const auto& m : f.host_macs) macs.push_back(mac_text(m));
+    j["fabric"] = {{"datapath", f.datapath},     {"hosts", f.hosts},       {"planes", f.planes},
+                   {"ecmp_links", f.ecmp_links}, {"interfaces", f.interfaces}, {"host_macs", macs},
+                   {"frame_size", f.frame_size}, {"eal_args", f.eal_args}, {"port", link_json(f.port)},
+                   {"ecmp", link_json(f.ecmp)},  {"seed", f.seed},         {"busy_poll", f.busy_poll}};
+  }
+  return j;
+}
+
+YAML::Node to_yaml(const nlohmann::json& j) {
+  YAML::Node n;
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = to_yaml(it.value());
+  } else if (j.is_array()) {
+    n = YAML::Node(YAML::NodeType::Sequence);
+    for (const auto& v : j) n.push_back(to_yaml(v));
+  } else if (j.is_string()) {
+    n = j.get<std::string>();
+  } else {
+    n = j.dump();
+  }
+  return n;
+}
+
+}  // namespace
+
+const char* role_name(DaemonRole r) {
+  switch (r) {
+    case DaemonRole::kEndpoint: return "endpoint";
+    case DaemonRole::kFabric: return "fabric";
+    case DaemonRole::kBoth: return "both";
+  }
+  return "?";
+}
+
+bool is_loopback_listen(const std::string& host_port) {
+  const auto colon = host_port.rfind(':');
+  std::string host = host_port.substr(0, colon == std::string::npos ? host_port.size() : colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1") return true;
+  const auto ip = wire::parse_ipv4(host.c_str());
+  return ip && (*ip >> 24) == 127;
+}
+
+std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag) {
+  const auto& ctl = c.control;
+  if (ctl.unix_socket.empty() && ctl.tcp.empty())
+    return c.source + ": control: needs unix_socket or tcp (nothing to listen on)";
+  if (!ctl.tcp.empty()) {
+    const bool tls = !ctl.tls.cert.empty() || !ctl.tls.key.empty();
+    if (tls && (ctl.tls.cert.empty() || ctl.tls.key.empty()))
+      return c.source + ": control.tls: needs both cert and key";
+    if (!tls) {
+      if (!is_loopback_listen(ctl.tcp))
+        return c.source + ": control.tcp: refusing plain TCP on the non-loopback address '" + ctl.tcp +
+               "' (set control.tls.cert and control.tls.key)";
+      if (!ctl.insecure && !insecure_flag)
+        return c.source + ": control.tcp: TCP needs TLS (control.tls.cert/key) or an explicit --insecure (loopback only)";
+    }
+    for (const auto* f : {&ctl.tls.cert, &ctl.tls.key, &ctl.tls.client_ca})
+      if (!f->empty() && !std::filesystem::exists(*f)) return c.source + ": control.tls: no such file '" + *f + "'";
+  }
+  if (!ctl.token_file.empty() && !std::filesystem::exists(ctl.token_file))
+    return c.source + ": control.token_file: no such file '" + ctl.token_file + "'";
+  if (!ctl.peer_token_file.empty() && !std::filesystem::exists(ctl.peer_token_file))
+    return c.source + ": control.peer_token_file: no such file '" + ctl.peer_token_file + "'";
+  if (!c.metrics.listen.empty() && c.metrics.listen.rfind(':') == std::string::npos)
+    return c.source + ": metrics.listen: must be host:port, e.g. 127.0.0.1:9464 (got '" + c.metrics.listen + "')";
+  return {};
+}
+
+std::optional<DaemonConfig> parse_daemon_yaml(const std::string& text, const std::string& source, std::string* error) {
+  Reader r(source);
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root || root.IsNull()) {
+      *error = source + ": empty configuration (needs at least role: endpoint|fabric|both)";
+      return std::nullopt;
+    }
+    const std::string dir = std::filesystem::path(source).parent_path().string();
+    return parse(root, r, dir);
+  } catch (const ConfigError& e) {
+    *error = e.text;
+  } catch (const YAML::Exception& e) {
+    *error = source + ":" + std::to_string(e.mark.line + 1) + ": YAML: " + e.msg;
+  }
+  return std::nullopt;
+}
+
+std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot read the configuration file";
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_daemon_yaml(ss.str(), path, error);
+}
+
+std::string daemon_config_json(const DaemonConfig& c) { return config_json(c).dump(2); }
+
+std::string daemon_config_yaml(const DaemonConfig& c) {
+  YAML::Emitter out;
+  out << to_yaml(config_json(c));
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,761 @@
+#include "core.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "metaroce/lab/config.h"
+
+namespace metaroce::daemon {
+namespace {
+
+std::string read_token(const std::string& file) {
+  if (file.empty()) return {};
+  std::ifstream in(file);
+  std::string t;
+  std::getline(in, t);
+  while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  return t;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string range_text(uint64_t lo, uint64_t hi, uint64_t got) {
+  return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + std::to_string(got) + ")";
+}
+
+v1::PathState path_state(transport::PathState s) {
+  switch (s) {
+    case transport::PathState::kActive: return v1::PATH_STATE_ACTIVE;
+    case transport::PathState::kDegraded: return v1::PATH_STATE_DEGRADED;
+    case transport::PathState::kDown: return v1::PATH_STATE_DOWN;
+  }
+  return v1::PATH_STATE_UNSPECIFIED;
+}
+
+}  // namespace
+
+grpc::Status invalid(const std::string& field, const std::string& what) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, field + ": " + what};
+}
+
+// ------------------------------------------------------------------ peers
+
+PeerDialer::PeerDialer(const ControlConfig& control) : control_(control), token_(read_token(control.peer_token_file)) {
+  if (token_.empty()) token_ = read_token(control.token_file);  // same token on every daemon by default
+}
+
+std::shared_ptr<grpc::Channel> PeerDialer::channel(const std::string& address) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto& ch = channels_[address];
+  if (!ch) {
+    std::string target = address;
+    if (target.rfind("unix:", 0) == 0 && target.rfind("unix://", 0) != 0) target = "unix://" + target.substr(5);
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    const bool is_unix = target.rfind("unix:", 0) == 0;
+    if (!is_unix && !control_.peer_tls.ca.empty()) {
+      grpc::SslCredentialsOptions o;
+      o.pem_root_certs = read_file(control_.peer_tls.ca);
+      if (!control_.peer_tls.cert.empty()) {
+        o.pem_cert_chain = read_file(control_.peer_tls.cert);
+        o.pem_private_key = read_file(control_.peer_tls.key);
+      }
+      creds = grpc::SslCredentials(o);
+    } else {
+      creds = grpc::InsecureChannelCredentials();
+    }
+    grpc::ChannelArguments args;
+    if (!control_.peer_tls.server_name.empty()) args.SetSslTargetNameOverride(control_.peer_tls.server_name);
+    ch = grpc::CreateCustomChannel(target, creds, args);
+  }
+  return ch;
+}
+
+void PeerDialer::prepare(grpc::ClientContext* ctx, int timeout_ms) const {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+}
+
+// ------------------------------------------------------------------ lifecycle
+
+DaemonCore::DaemonCore(DaemonConfig config, bool insecure)
+    : config_(std::move(config)), insecure_(insecure), token_(read_token(config_.control.token_file)),
+      dialer_(config_.control) {
+  started_ns_ = datapath::monotonic_ns();
+}
+
+DaemonCore::~DaemonCore() { shutdown(); }
+
+std::string DaemonCore::start() {
+  std::string err;
+  if (config_.fabric) {
+    fabric_ = FabricRuntime::start(*config_.fabric, config_.name, &err);
+    if (!fabric_) return err;
+    spdlog::info("fabric: {} hosts x {} planes x {} ECMP links on {} ports", config_.fabric->hosts,
+                 config_.fabric->planes, config_.fabric->ecmp_links, config_.fabric->datapath);
+  }
+  if (config_.endpoint) {
+    endpoint_ = EndpointRuntime::start(*config_.endpoint, config_.name, &err);
+    if (!endpoint_) return err;
+    spdlog::info("endpoint: {} {} on {} planes ({})", lab::ip_to_string(config_.endpoint->ip),
+                 lab::mac_to_string(endpoint_->config().mac), endpoint_->planes(), config_.endpoint->datapath);
+  }
+  return {};
+}
+
+void DaemonCore::shutdown() {
+  if (shutting_down_.exchange(true)) return;
+  // Jobs first: they stop posting, drain and release their connections.
+  std::vector<std::shared_ptr<JobRecord>> jobs;
+  {
+    std::lock_guard<std::mutex> g(jobs_mu_);
+    for (auto& [id, j] : jobs_) jobs.push_back(j);
+  }
+  for (auto& j : jobs) stop_job_for_shutdown(j);
+  for (auto& j : jobs) join_job(j);
+  std::vector<uint32_t> ids;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    for (auto& [id, r] : conns_) ids.push_back(id);
+  }
+  for (uint32_t id : ids) {
+    bool released = false;
+    delete_connection(id, &released);
+  }
+  if (endpoint_ || fabric_) spdlog::info("final counters:\n{}", prometheus_text());
+  if (endpoint_) endpoint_->stop();
+  if (fabric_) fabric_->stop();
+  spdlog::info("stopped: ports released, XDP programs detached");
+}
+
+int64_t DaemonCore::uptime_ns() const { return datapath::monotonic_ns() - started_ns_; }
+
+std::string DaemonCore::peer_address() const {
+  if (!config_.control.peer_address.empty()) return config_.control.peer_address;
+  if (!config_.control.unix_socket.empty()) return "unix://" + config_.control.unix_socket;
+  return config_.control.tcp;
+}
+
+bool DaemonCore::authorized(const grpc::ServerContext* ctx) const {
+  if (token_.empty()) return true;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return false;
+  const std::string v(it->second.data(), it->second.size());
+  const std::string want = "Bearer " + token_;
+  // Constant-time comparison: the token is a secret.
+  if (v.size() != want.size()) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < v.size(); ++i) diff |= static_cast<unsigned>(v[i] ^ want[i]);
+  return diff == 0;
+}
+
+grpc::Status DaemonCore::need_endpoint() const {
+  if (endpoint_) return grpc::Status::OK;
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "role: this daemon has role " + std::string(role_name(config_.role)) +
+              " and no endpoint (connections, memory and traffic need role endpoint or both)"};
+}
+
+grpc::Status DaemonCore::need_fabric() const {
+  if (fabric_) return grpc::Status::OK;
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "role: this daemon has role " + std::string(role_name(config_.role)) +
+              " and no fabric (fabric calls need role fabric or both)"};
+}
+
+// ------------------------------------------------------------------ daemon
+
+void DaemonCore::info(v1::DaemonInfo* out) {
+  out->set_name(config_.name);
+  out->set_version(METAROCE_VERSION);
+  out->set_role(config_.role == DaemonRole::kEndpoint ? v1::ROLE_ENDPOINT
+                : config_.role == DaemonRole::kFabric ? v1::ROLE_FABRIC
+                                                      : v1::ROLE_BOTH);
+  out->set_uptime_ns(uptime_ns());
+  for (const auto& k : datapath::supported_port_kinds()) out->add_port_kinds(k);
+  if (endpoint_) {
+    out->set_endpoint_address(lab::ip_to_string(config_.endpoint->ip));
+    out->set_endpoint_mac(lab::mac_to_string(endpoint_->config().mac));
+    out->set_planes(endpoint_->planes());
+  } else if (fabric_) {
+    out->set_planes(config_.fabric->planes);
+  }
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    out->set_connections(static_cast<uint32_t>(conns_.size()));
+  }
+  out->set_jobs_running(jobs_running());
+  out->set_peer_address(peer_address());
+}
+
+grpc::Status DaemonCore::ports(v1::ListPortsResponse* out) {
+  if (endpoint_) {
+    std::vector<PortSnapshot> snap;
+    if (!endpoint_->snapshot_ports(&snap)) return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+    for (const auto& s : snap) {
+      auto* p = out->add_ports();
+      p->set_name(s.name), p->set_kind(s.kind), p->set_interface(s.interface), p->set_plane(s.plane);
+      p->set_host(-1), p->set_use("endpoint");
+      p->set_rx_frames(s.stats.rx_frames), p->set_rx_bytes(s.stats.rx_bytes);
+      p->set_tx_frames(s.stats.tx_frames), p->set_tx_bytes(s.stats.tx_bytes);
+      p->set_tx_ring_full(s.stats.tx_ring_full), p->set_rx_dropped(s.stats.rx_dropped);
+      p->set_rx_truncated(s.stats.rx_truncated), p->set_wakeups(s.stats.wakeups);
+    }
+  }
+  if (fabric_) {
+    FabricSnapshot snap;
+    if (!fabric_->snapshot(&snap)) return {grpc::StatusCode::UNAVAILABLE, "fabric worker did not answer"};
+    const auto& f = *config_.fabric;
+    for (size_t i = 0; i < snap.ports.size(); ++i) {
+      const auto& [name, st] = snap.ports[i];
+      auto* p = out->add_ports();
+      p->set_name(name), p->set_kind(f.datapath), p->set_interface(name);
+      p->set_plane(static_cast<uint32_t>(i / f.hosts)), p->set_host(static_cast<int32_t>(i % f.hosts));
+      p->set_use("fabric");
+      p->set_rx_frames(st.rx_frames), p->set_rx_bytes(st.rx_bytes), p->set_tx_frames(st.tx_frames);
+      p->set_tx_bytes(st.tx_bytes), p->set_tx_ring_full(st.tx_ring_full), p->set_rx_dropped(st.rx_dropped);
+      p->set_rx_truncated(st.rx_truncated), p->set_wakeups(st.wakeups);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+// ------------------------------------------------------------------ connections
+
+uint32_t DaemonCore::allocate_id() {
+  // 24-bit ids (RoCEv2 QP numbers), never 0, skipping ids in use.
+  std::lock_guard<std::mutex> g(conns_mu_);
+  for (;;) {
+    const uint32_t id = next_id_;
+    next_id_ = next_id_ >= 0xFFFFFF ? 1 : next_id_ + 1;
+    if (!conns_.count(id)) {
+      conns_[id].id = id;  // reserved; filled in by the caller
+      return id;
+    }
+  }
+}
+
+grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const {
+  const EndpointSection& e = *config_.endpoint;
+  *out = in;
+  if (in.transport() == v1::TRANSPORT_UNSPECIFIED) out->set_transport(v1::TRANSPORT_METAROCE);
+  if (!v1::Transport_IsValid(out->transport())) return invalid("params.transport", "must be metaroce or rocev2");
+  const bool rocev2 = out->transport() == v1::TRANSPORT_ROCEV2;
+  if (in.paths() == 0) out->set_paths(rocev2 ? 1 : 2 * endpoint_->planes());
+  if (rocev2 && out->paths() != 1)
+    return invalid("params.paths", "rocev2 connections have exactly 1 path (got " + std::to_string(out->paths()) + ")");
+  if (out->paths() < 1 || out->paths() > transport::kMaxPaths)
+    return invalid("params.paths", range_text(1, transport::kMaxPaths, out->paths()));
+  if (in.streams() == 0) out->set_streams(1);
+  if (out->streams() > 256) return invalid("params.streams", range_text(1, 256, out->streams()));
+  if (in.queue_depth() == 0) out->set_queue_depth(16);
+  if (out->queue_depth() > 1024) return invalid("params.queue_depth", range_text(1, 1024, out->queue_depth()));
+  if (in.mtu_payload_bytes() == 0) out->set_mtu_payload_bytes(e.mtu_payload);
+  const uint32_t mtu_max = e.frame_size - 128;
+  if (out->mtu_payload_bytes() < 256 || out->mtu_payload_bytes() > mtu_max)
+    return invalid("params.mtu_payload_bytes",
+                   range_text(256, mtu_max, out->mtu_payload_bytes()) + "; the ceiling is endpoint.frame_size - 128");
+  if (in.max_message_bytes() == 0) out->set_max_message_bytes(1u << 20);
+  if (out->max_message_bytes() > (16u << 20))
+    return invalid("params.max_message_bytes", range_text(1, 16u << 20, out->max_message_bytes()));
+  if (in.min_rto_ns() == 0) out->set_min_rto_ns(e.min_rto_ns);
+  if (out->min_rto_ns() < 10'000 || out->min_rto_ns() > 1'000'000'000)
+    return invalid("params.min_rto_ns", "must be in [10000, 1000000000] ns (got " + std::to_string(out->min_rto_ns()) + ")");
+  if (in.base_src_port() != 0 && (in.base_src_port() < 1024 || in.base_src_port() + out->paths() > 65536))
+    return invalid("params.base_src_port",
+                   range_text(1024, 65536 - out->paths(), in.base_src_port()) + " so that every path has a port");
+  if (out->first_plane() >= 16) return invalid("params.first_plane", range_text(0, 15, out->first_plane()));
+  const SlotLayout layout = make_layout(out->streams(), out->queue_depth(), out->max_message_bytes());
+  if (layout.bytes() + 8ull * out->streams() > e.max_region_bytes)
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "params: streams x 2 x queue_depth x max_message_bytes = " + std::to_string(layout.bytes()) +
+                " bytes exceeds endpoint.max_region_bytes " + std::to_string(e.max_region_bytes) +
+                " (lower queue_depth, streams or max_message_bytes)"};
+  if (out->queue_depth() > 512 && out->queue_depth() * 2 > 1024) {
+    // recv_window_messages is 2 x queue depth; the engine caps it.
+  }
+  return grpc::Status::OK;
+}
+
+transport::ConnectionConfig DaemonCore::connection_config(const v1::ConnectionParams& p, uint32_t local_id,
+                                                          uint32_t remote_id, uint32_t peer_ip,
+                                                          const wire::MacAddr& peer_mac, uint16_t peer_port,
+                                                          uint32_t planes) const {
+  transport::ConnectionConfig c;
+  c.transport = p.transport() == v1::TRANSPORT_ROCEV2 ? transport::TransportKind::kRoCEv2
+                                                      : transport::TransportKind::kMetaRoCE;
+  c.local_id = local_id;
+  c.remote_id = remote_id;
+  c.peer_ip = peer_ip;
+  c.peer_mac = peer_mac;
+  // RoCEv2 always goes to its well-known port 4791 (0 = the transport's default).
+  c.peer_udp_port = c.transport == transport::TransportKind::kRoCEv2 ? 0 : peer_port;
+  for (uint32_t i = 0; i < p.paths(); ++i)
+    c.paths.push_back({static_cast<uint8_t>((p.first_plane() + i) % planes), static_cast<uint16_t>(p.base_src_port() + i)});
+  c.streams = static_cast<uint16_t>(p.streams());
+  c.max_outstanding_per_stream = p.queue_depth();
+  c.recv_window_messages = std::max<uint32_t>(2 * p.queue_depth(), 128);
+  c.max_message_bytes = p.max_message_bytes();
+  c.mtu_payload = p.mtu_payload_bytes();
+  c.tuning.min_rto_ns = p.min_rto_ns();
+  c.tuning.min_pto_ns = std::min<transport::Nanos>(config_.endpoint->min_pto_ns, p.min_rto_ns());
+  return c;
+}
+
+grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& req, uint64_t job_id,
+                                           uint32_t recv_bytes, v1::ConnectionInfo* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  if (req.peer_address().empty()) return invalid("peer_address", "is required (unix:///path or host:port of the peer daemon)");
+  v1::ConnectionParams params;
+  if (auto s = resolve_params(req.params(), &params); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    if (conns_.size() >= config_.endpoint->max_connections)
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "connections: the daemon already has " + std::to_string(conns_.size()) +
+                  " (endpoint.max_connections)"};
+  }
+  const uint32_t id = allocate_id();
+  auto forget = [&] {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    conns_.erase(id);
+  };
+  if (params.base_src_port() == 0) params.set_base_src_port(49152 + (id * 64) % 16000);
+  const uint64_t seed = req.seed() != 0 ? req.seed() : std::random_device{}() | 1;
+
+  v1::AcceptRequest areq;
+  areq.set_requester_name(config_.name);
+  areq.set_requester_address(peer_address());
+  areq.set_requester_endpoint(lab::ip_to_string(config_.endpoint->ip));
+  areq.set_requester_mac(lab::mac_to_string(endpoint_->config().mac));
+  areq.set_requester_udp_port(config_.endpoint->udp_port);
+  areq.set_requester_id(id);
+  *areq.mutable_params() = params;
+  areq.set_seed(seed);
+  areq.set_recv_message_bytes(recv_bytes);
+  areq.set_requester_planes(endpoint_->planes());
+  v1::AcceptResponse aresp;
+  {
+    grpc::ClientContext ctx;
+    dialer_.prepare(&ctx);
+    auto stub = v1::Peer::NewStub(dialer_.channel(req.peer_address()));
+    const grpc::Status s = stub->Accept(&ctx, areq, &aresp);
+    if (!s.ok()) {
+      forget();
+      const auto code = s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                            ? grpc::StatusCode::UNAVAILABLE
+                            : s.error_code();
+      return {code, "peer " + req.peer_address() + ": " + s.error_message()};
+    }
+  }
+  const auto peer_ip = wire::parse_ipv4(aresp.responder_endpoint().c_str());
+  const auto peer_mac = wire::parse_mac(aresp.responder_mac().c_str());
+  auto release_remote = [&] {
+    grpc::ClientContext ctx;
+    dialer_.prepare(&ctx);
+    v1::ReleaseRequest r;
+    r.set_responder_id(aresp.responder_id());
+    v1::ReleaseResponse ignored;
+    v1::Peer::NewStub(dialer_.channel(req.peer_address()))->Release(&ctx, r, &ignored);
+  };
+  if (!peer_ip || !peer_mac) {
+    release_remote();
+    forget();
+    return {grpc::StatusCode::INTERNAL, "peer " + req.peer_address() + ": answered with a malformed endpoint address"};
+  }
+  const uint32_t planes = std::max<uint32_t>(1, std::min(endpoint_->planes(), aresp.planes()));
+  const transport::ConnectionConfig cc = connection_config(params, id, aresp.responder_id(), *peer_ip, *peer_mac,
+                                                           static_cast<uint16_t>(aresp.responder_udp_port()), planes);
+  auto err = std::make_shared<std::string>();
+  if (!endpoint_->channel().call([this, cc, err](transport::Nanos) {
+        if (!endpoint_->endpoint().create_connection(cc, err.get()) && err->empty()) *err = "refused";
+      }))
+    *err = "endpoint worker did not answer";
+  if (!err->empty()) {
+    release_remote();
+    forget();
+    return invalid("params", *err);
+  }
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    ConnectionRecord& r = conns_[id];
+    r.id = id;
+    r.remote_id = aresp.responder_id();
+    r.requester = true;
+    r.peer_address = req.peer_address();
+    r.peer_name = aresp.responder_name();
+    r.peer_endpoint = aresp.responder_endpoint();
+    r.params = params;
+    r.job_id = job_id;
+    r.seed = seed;
+    r.remote_addr = aresp.remote_addr();
+    r.rkey = aresp.rkey();
+    r.remote_length = aresp.remote_length_bytes();
+    fill_info(r, nullptr, out);
+  }
+  spdlog::info("connection {}: {} to {} ({}), {} paths, {} streams", id,
+               params.transport() == v1::TRANSPORT_ROCEV2 ? "rocev2" : "metaroce", aresp.responder_name(),
+               req.peer_address(), params.paths(), params.streams());
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  v1::ConnectionParams params;
+  if (auto s = resolve_params(req.params(), &params); !s.ok()) return s;
+  const auto peer_ip = wire::parse_ipv4(req.requester_endpoint().c_str());
+  if (!peer_ip) return invalid("requester_endpoint", "must be an IPv4 address (got '" + req.requester_endpoint() + "')");
+  const auto peer_mac = wire::parse_mac(req.requester_mac().c_str());
+  if (!peer_mac) return invalid("requester_mac", "must be a MAC address (got '" + req.requester_mac() + "')");
+  if (req.requester_id() == 0 || req.requester_id() > 0xFFFFFF)
+    return invalid("requester_id", range_text(1, 0xFFFFFF, req.requester_id()));
+  if (req.requester_udp_port() == 0 || req.requester_udp_port() > 65535)
+    return invalid("requester_udp_port", range_text(1, 65535, req.requester_udp_port()));
+  if (req.recv_message_bytes() > params.max_message_bytes())
+    return invalid("recv_message_bytes",
+                   range_text(0, params.max_message_bytes(), req.recv_message_bytes()) + " (max_message_bytes)");
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    if (conns_.size() >= config_.endpoint->max_connections)
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, "connections: endpoint.max_connections reached"};
+  }
+  const uint32_t id = allocate_id();
+  const uint32_t planes =
+      std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
+  const transport::ConnectionConfig cc =
+      connection_config(params, id, req.requester_id(), *peer_ip, *peer_mac,
+                        static_cast<uint16_t>(req.requester_udp_port()), planes);
+  Responder::Spec rs;
+  rs.conn = id;
+  rs.streams = static_cast<uint16_t>(params.streams());
+  rs.queue_depth = params.queue_depth();
+  rs.max_message_bytes = params.max_message_bytes();
+  rs.recv_message_bytes = req.recv_message_bytes();
+  rs.seed = req.seed();
+  struct Result {
+    std::string error;
+    std::shared_ptr<Responder> responder;
+  };
+  auto r = std::make_shared<Result>();
+  if (!endpoint_->channel().call([this, cc, rs, r](transport::Nanos) {
+        auto& ep = endpoint_->endpoint();
+        if (!ep.create_connection(cc, &r->error)) {
+          if (r->error.empty()) r->error = "refused";
+          return;
+        }
+        std::unique_ptr<Responder> resp = Responder::create(ep, rs, &r->error);
+        if (!resp) {
+          ep.destroy_connection(cc.local_id);
+          return;
+        }
+        r->responder = std::move(resp);
+        endpoint_->add_responder(r->responder.get());
+      }))
+    r->error = "endpoint worker did not answer";
+  if (!r->error.empty()) {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    conns_.erase(id);
+    return invalid("params", r->error);
+  }
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    ConnectionRecord& rec = conns_[id];
+    rec.id = id;
+    rec.remote_id = req.requester_id();
+    rec.requester = false;
+    rec.peer_address = req.requester_address();
+    rec.peer_name = req.requester_name();
+    rec.peer_endpoint = req.requester_endpoint();
+    rec.params = params;
+    rec.seed = req.seed();
+    rec.remote_addr = r->responder->target_addr();
+    rec.rkey = r->responder->target_rkey();
+    rec.remote_length = r->responder->target_bytes();
+    rec.responder = r->responder;
+  }
+  out->set_responder_name(config_.name);
+  out->set_responder_endpoint(lab::ip_to_string(config_.endpoint->ip));
+  out->set_responder_mac(lab::mac_to_string(endpoint_->config().mac));
+  out->set_responder_udp_port(config_.endpoint->udp_port);
+  out->set_responder_id(id);
+  out->set_remote_addr(r->responder->target_addr());
+  out->set_rkey(r->responder->target_rkey());
+  out->set_remote_length_bytes(r->responder->target_bytes());
+  out->set_planes(endpoint_->planes());
+  spdlog::info("connection {}: accepted from {} ({}), {} paths", id, req.requester_name(), req.requester_address(),
+               params.paths());
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::release(uint32_t responder_id) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  std::shared_ptr<Responder> resp;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    auto it = conns_.find(responder_id);
+    if (it == conns_.end() || it->second.requester)
+      return {grpc::StatusCode::NOT_FOUND, "responder_id: no accepted connection " + std::to_string(responder_id)};
+    resp = it->second.responder;
+    conns_.erase(it);
+  }
+  // The responder's memory is deregistered on the worker, after the connection is gone.
+  endpoint_->channel().call([this, responder_id, resp](transport::Nanos) mutable {
+    endpoint_->remove_responder(responder_id);
+    endpoint_->endpoint().destroy_connection(responder_id);
+    resp.reset();
+  });
+  spdlog::info("connection {}: released", responder_id);
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::delete_connection(uint32_t id, bool* peer_released) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  ConnectionRecord rec;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.remote_id == 0)
+      return {grpc::StatusCode::NOT_FOUND, "id: no connection " + std::to_string(id)};
+    if (it->second.job_id != 0 && !shutting_down_)
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "id: connection " + std::to_string(id) + " belongs to job " + std::to_string(it->second.job_id) +
+                  " (stop the job instead)"};
+    rec = it->second;
+  }
+  if (!rec.requester) {
+    *peer_released = false;
+    return release(id);
+  }
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    conns_.erase(id);
+  }
+  endpoint_->channel().call([this, id](transport::Nanos) { endpoint_->endpoint().destroy_connection(id); });
+  grpc::ClientContext ctx;
+  dialer_.prepare(&ctx, 2000);
+  v1::ReleaseRequest r;
+  r.set_responder_id(rec.remote_id);
+  v1::ReleaseResponse ignored;
+  *peer_released = v1::Peer::NewStub(dialer_.channel(rec.peer_address))->Release(&ctx, r, &ignored).ok();
+  spdlog::info("connection {}: deleted (peer released: {})", id, *peer_released);
+  return grpc::Status::OK;
+}
+
+bool DaemonCore::connection_stats(const std::vector<uint32_t>& ids, std::vector<transport::ConnectionStats>* out) {
+  auto snap = std::make_shared<std::vector<transport::ConnectionStats>>(ids.size());
+  const bool ok = endpoint_->channel().call([this, ids, snap](transport::Nanos) {
+    for (size_t i = 0; i < ids.size(); ++i) (*snap)[i] = endpoint_->endpoint().stats(ids[i]);
+  });
+  if (ok) *out = *snap;
+  return ok;
+}
+
+void DaemonCore::fill_info(const ConnectionRecord& r, const transport::ConnectionStats* st,
+                           v1::ConnectionInfo* out) const {
+  out->set_id(r.id);
+  out->set_remote_id(r.remote_id);
+  out->set_peer_address(r.peer_address);
+  out->set_peer_name(r.peer_name);
+  out->set_peer_endpoint(r.peer_endpoint);
+  *out->mutable_params() = r.params;
+  out->set_role(r.requester ? "requester" : "responder");
+  out->set_job_id(r.job_id);
+  out->set_remote_addr(r.remote_addr);
+  out->set_rkey(r.rkey);
+  out->set_remote_length_bytes(r.remote_length);
+  if (!st) return;
+  out->set_data_packets_sent(st->data_packets_sent);
+  out->set_retransmits(st->retransmits);
+  out->set_spurious_retransmits(st->spurious_retransmits);
+  out->set_messages_completed(st->messages_completed);
+  out->set_payload_bytes_completed(st->payload_bytes_completed);
+  out->set_duplicates_received(st->duplicates_received);
+  for (size_t i = 0; i < st->paths.size(); ++i) {
+    const auto& p = st->paths[i];
+    auto* pi = out->add_paths();
+    pi->set_index(static_cast<uint32_t>(i));
+    pi->set_plane(p.plane);
+    pi->set_src_port(p.src_port);
+    pi->set_state(path_state(p.state));
+    pi->set_packets_sent(p.packets_sent);
+    pi->set_payload_bytes_acked(p.payload_bytes_acked);
+    pi->set_retransmits(p.retransmits);
+    pi->set_spurious_retransmits(p.spurious_retransmits);
+    pi->set_rtos(p.rtos);
+    pi->set_state_changes(p.state_changes);
+    pi->set_srtt_ns(p.srtt_ns);
+    pi->set_cwnd_bytes(p.cwnd_bytes);
+    pi->set_loss_ewma(p.loss_ewma);
+  }
+}
+
+grpc::Status DaemonCore::get_connection(uint32_t id, v1::ConnectionInfo* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  ConnectionRecord rec;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.remote_id == 0)
+      return {grpc::StatusCode::NOT_FOUND, "id: no connection " + std::to_string(id)};
+    rec = it->second;
+  }
+  std::vector<transport::ConnectionStats> st;
+  if (!connection_stats({id}, &st)) return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  fill_info(rec, &st[0], out);
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::list_connections(v1::ListConnectionsResponse* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  std::vector<ConnectionRecord> recs;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    for (const auto& [id, r] : conns_)
+      if (r.remote_id != 0) recs.push_back(r);
+  }
+  std::vector<uint32_t> ids;
+  for (const auto& r : recs) ids.push_back(r.id);
+  std::vector<transport::ConnectionStats> st;
+  if (!connection_stats(ids, &st)) return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  for (size_t i = 0; i < recs.size(); ++i) fill_info(recs[i], &st[i], out->add_connections());
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::verify(const v1::VerifyRequest& req, v1::VerifyResponse* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  std::shared_ptr<Responder> resp;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    auto it = conns_.find(req.responder_id());
+    if (it == conns_.end() || it->second.requester || !it->second.responder)
+      return {grpc::StatusCode::NOT_FOUND, "responder_id: no accepted connection " + std::to_string(req.responder_id())};
+    resp = it->second.responder;
+  }
+  const auto op = parse_operation(req.operation());
+  if (!op) return invalid("operation", "must be one of write, write_imm, read, send, fetch_add, cmp_swap (got '" + req.operation() + "')");
+  if (req.phases_size() == 0) return invalid("phases", "needs at least one phase (the job's sizes in order)");
+  std::vector<VerifyPhase> phases;
+  for (int i = 0; i < req.phases_size(); ++i) {
+    const auto& p = req.phases(i);
+    const std::string f = "phases[" + std::to_string(i) + "]";
+    if (static_cast<uint32_t>(p.stream_end_size()) != resp->layout().streams)
+      return invalid(f + ".stream_end", "must have one entry per stream (" + std::to_string(resp->layout().streams) +
+                                            ", got " + std::to_string(p.stream_end_size()) + ")");
+    if (p.message_bytes() == 0 || p.message_bytes() > resp->layout().slot_bytes)
+      return invalid(f + ".message_bytes", range_text(1, resp->layout().slot_bytes, p.message_bytes()));
+    VerifyPhase vp;
+    vp.message_bytes = p.message_bytes();
+    vp.stream_end.assign(p.stream_end().begin(), p.stream_end().end());
+    for (size_t s = 0; s < vp.stream_end.size(); ++s)
+      if (!phases.empty() && vp.stream_end[s] < phases.back().stream_end[s])
+        return invalid(f + ".stream_end", "must not decrease from one phase to the next (cumulative counts)");
+    phases.push_back(std::move(vp));
+  }
+  auto result = std::make_shared<VerifyResult>();
+  if (!endpoint_->channel().call([resp, op, phases, result](transport::Nanos) { *result = resp->verify(*op, phases); }))
+    return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  out->set_ok(result->ok);
+  out->set_checked_bytes(result->checked_bytes);
+  out->set_mismatches(result->mismatches);
+  out->set_received_messages(result->received_messages);
+  out->set_detail(result->detail);
+  return grpc::Status::OK;
+}
+
+// ------------------------------------------------------------------ memory
+
+namespace {
+const std::pair<const char*, uint32_t> kAccessNames[] = {{"local_write", transport::kAccessLocalWrite},
+                                                         {"remote_write", transport::kAccessRemoteWrite},
+                                                         {"remote_read", transport::kAccessRemoteRead},
+                                                         {"remote_atomic", transport::kAccessRemoteAtomic}};
+}
+
+grpc::Status DaemonCore::register_region(const v1::RegisterRegionRequest& req, v1::RegionInfo* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  const uint64_t max = config_.endpoint->max_region_bytes;
+  if (req.length_bytes() == 0 || req.length_bytes() > max)
+    return invalid("length_bytes", range_text(1, max, req.length_bytes()) + " (endpoint.max_region_bytes)");
+  uint32_t access = 0;
+  for (const auto& a : req.access()) {
+    bool known = false;
+    for (const auto& [name, bit] : kAccessNames)
+      if (a == name) access |= bit, known = true;
+    if (!known) return invalid("access", "must be among local_write, remote_write, remote_read, remote_atomic (got '" + a + "')");
+  }
+  auto region = std::make_shared<Region>();
+  region->bytes.assign(req.length_bytes(), 0);
+  region->access = access;
+  auto key = std::make_shared<std::optional<uint32_t>>();
+  if (!endpoint_->channel().call([this, region, key](transport::Nanos) {
+        *key = endpoint_->endpoint().register_memory(region->bytes.data(), region->bytes.size(), region->access);
+      }))
+    return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  if (!*key) return {grpc::StatusCode::RESOURCE_EXHAUSTED, "memory: the endpoint refused the registration"};
+  region->key = **key;
+  {
+    std::lock_guard<std::mutex> g(regions_mu_);
+    regions_[region->key] = region;
+  }
+  out->set_key(region->key);
+  out->set_addr(reinterpret_cast<uint64_t>(region->bytes.data()));
+  out->set_length_bytes(region->bytes.size());
+  for (const auto& [name, bit] : kAccessNames)
+    if (access & bit) out->add_access(name);
+  out->set_owner("operator");
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::deregister_region(uint32_t key) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  std::shared_ptr<Region> region;
+  {
+    std::lock_guard<std::mutex> g(regions_mu_);
+    auto it = regions_.find(key);
+    if (it == regions_.end())
+      return {grpc::StatusCode::NOT_FOUND, "key: no operator region " + std::to_string(key) +
+                                               " (connection and job regions go with them)"};
+    region = it->second;
+    regions_.erase(it);
+  }
+  // The buffer is freed only after the worker has deregistered it.
+  endpoint_->channel().call([this, region](transport::Nanos) { endpoint_->endpoint().deregister_memory(region->key); });
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::list_regions(v1::ListRegionsResponse* out) {
+  if (auto s = need_endpoint(); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> g(regions_mu_);
+    for (const auto& [key, r] : regions_) {
+      auto* ri = out->add_regions();
+      ri->set_key(key);
+      ri->set_addr(reinterpret_cast<uint64_t>(r->bytes.data()));
+      ri->set_length_bytes(r->bytes.size());
+      for (const auto& [name, bit] : kAccessNames)
+        if (r->access & bit) ri->add_access(name);
+      ri->set_owner("operator");
+    }
+  }
+  std::lock_guard<std::mutex> g(conns_mu_);
+  for (const auto& [id, r] : conns_) {
+    if (!r.responder) continue;
+    auto* ri = out->add_regions();
+    ri->set_key(r.responder->target_rkey());
+    ri->set_addr(r.responder->target_addr());
+    ri->set_length_bytes(r.responder->target_bytes());
+    for (const char* a : {"remote_write", "remote_read", "remote_atomic"}) ri->add_access(a);
+    ri->set_owner("connection " + std::to_string(id));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,168 @@
+// The daemon's state and operations, independent of how they are called
+// (gRPC services in services.cc, /metrics in metrics.cc). Every operation
+// returns a grpc::Status whose message names the field, the value and what
+// is allowed. Control-plane state here is guarded by control-only mutexes;
+// the workers are reached only through their WorkerChannels.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "endpoint_runtime.h"
+#include "fabric_runtime.h"
+#include "metaroce/daemon/config.h"
+#include "metaroce/daemon/traffic.h"
+#include "metaroce/v1/connection.grpc.pb.h"
+#include "metaroce/v1/daemon.grpc.pb.h"
+#include "metaroce/v1/fabric.grpc.pb.h"
+#include "metaroce/v1/traffic.grpc.pb.h"
+
+namespace metaroce::daemon {
+
+namespace v1 = ::metaroce::v1;
+
+// Dials other daemons (connection setup, verification) with the configured
+// peer credentials; channels are cached per address.
+class PeerDialer {
+ public:
+  explicit PeerDialer(const ControlConfig& control);
+  std::shared_ptr<grpc::Channel> channel(const std::string& address);
+  void prepare(grpc::ClientContext* ctx, int timeout_ms = 5000) const;
+
+ private:
+  ControlConfig control_;
+  std::string token_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+};
+
+// One connection as the control plane knows it.
+struct ConnectionRecord {
+  uint32_t id = 0, remote_id = 0;
+  bool requester = true;
+  std::string peer_address, peer_name, peer_endpoint;
+  v1::ConnectionParams params;  // resolved: no zero defaults left
+  uint64_t job_id = 0;
+  uint64_t seed = 0;
+  uint64_t remote_addr = 0, remote_length = 0;
+  uint32_t rkey = 0;
+  std::shared_ptr<Responder> responder;  // responder side; lives on the worker
+};
+
+struct JobRecord;
+
+class DaemonCore {
+ public:
+  DaemonCore(DaemonConfig config, bool insecure);
+  ~DaemonCore();
+  // Opens ports and starts workers. Error text on failure.
+  std::string start();
+  // Stops jobs, deletes connections, stops workers (detaching XDP), logs final counters.
+  void shutdown();
+
+  const DaemonConfig& config() const { return config_; }
+  std::string peer_address() const;
+  bool authorized(const grpc::ServerContext* ctx) const;
+
+  // Daemon
+  void info(v1::DaemonInfo* out);
+  grpc::Status ports(v1::ListPortsResponse* out);
+  grpc::Status counters(v1::Counters* out);
+  std::string prometheus_text();
+
+  // Connections
+  grpc::Status create_connection(const v1::CreateConnectionRequest& req, uint64_t job_id, uint32_t recv_bytes,
+                                 v1::ConnectionInfo* out);
+  grpc::Status accept(const v1::AcceptRequest& req, v1::AcceptResponse* out);
+  grpc::Status release(uint32_t responder_id);
+  grpc::Status delete_connection(uint32_t id, bool* peer_released);
+  grpc::Status get_connection(uint32_t id, v1::ConnectionInfo* out);
+  grpc::Status list_connections(v1::ListConnectionsResponse* out);
+  grpc::Status verify(const v1::VerifyRequest& req, v1::VerifyResponse* out);
+  // Connection stats snapshots taken on the worker (ids unknown are skipped).
+  bool connection_stats(const std::vector<uint32_t>& ids, std::vector<transport::ConnectionStats>* out);
+
+  // Memory
+  grpc::Status register_region(const v1::RegisterRegionRequest& req, v1::RegionInfo* out);
+  grpc::Status deregister_region(uint32_t key);
+  grpc::Status list_regions(v1::ListRegionsResponse* out);
+
+  // Fabric
+  grpc::Status fabric_show(v1::FabricState* out);
+  grpc::Status fabric_set(const v1::LinkSelector& sel, const v1::LinkPatch& patch, v1::SetLinksResponse* out);
+  grpc::Status fabric_up_down(const v1::LinkSelector& sel, bool up, v1::SetLinksResponse* out);
+  grpc::Status fabric_reset(v1::SetLinksResponse* out);
+  grpc::Status fabric_timeline(const v1::LoadTimelineRequest& req, v1::LoadTimelineResponse* out);
+
+  // Traffic
+  grpc::Status start_job(const v1::JobSpec& spec, v1::JobInfo* out);
+  grpc::Status stop_job(uint64_t id, v1::JobInfo* out);
+  grpc::Status get_job(uint64_t id, v1::JobInfo* out);
+  grpc::Status list_jobs(v1::ListJobsResponse* out);
+  // Blocks until the job has progress after `seen` intervals or ends; false when
+  // the job is gone. *events gets the new intervals, *final the result when ended.
+  bool wait_job(uint64_t id, size_t seen, std::vector<v1::JobProgress>* events, bool* ended,
+                const std::atomic<bool>& cancelled);
+  uint32_t jobs_running() const;
+  void running_progress(const std::vector<uint64_t>& ids, std::vector<v1::JobProgress>* out);
+
+  EndpointRuntime* endpoint() { return endpoint_.get(); }
+  FabricRuntime* fabric() { return fabric_.get(); }
+  int64_t uptime_ns() const;
+
+ private:
+  friend struct JobRunner;
+  grpc::Status need_endpoint() const;
+  grpc::Status need_fabric() const;
+  grpc::Status resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const;
+  transport::ConnectionConfig connection_config(const v1::ConnectionParams& p, uint32_t local_id, uint32_t remote_id,
+                                                uint32_t peer_ip, const wire::MacAddr& peer_mac, uint16_t peer_port,
+                                                uint32_t planes) const;
+  uint32_t allocate_id();
+  std::map<uint32_t, ConnectionRecord> connections_copy() const;
+  void fill_info(const ConnectionRecord& r, const transport::ConnectionStats* st, v1::ConnectionInfo* out) const;
+  void run_job(std::shared_ptr<JobRecord> job);
+  void stop_job_for_shutdown(const std::shared_ptr<JobRecord>& job);
+  void join_job(const std::shared_ptr<JobRecord>& job);
+  void join_finished_jobs();
+  void job_info(const JobRecord& job, v1::JobInfo* out) const;
+
+  DaemonConfig config_;
+  bool insecure_;
+  std::string token_;
+  int64_t started_ns_ = 0;
+  std::unique_ptr<EndpointRuntime> endpoint_;
+  std::unique_ptr<FabricRuntime> fabric_;
+  PeerDialer dialer_;
+
+  mutable std::mutex conns_mu_;
+  std::map<uint32_t, ConnectionRecord> conns_;
+  uint32_t next_id_ = 1;
+
+  struct Region {
+    std::vector<uint8_t> bytes;
+    uint32_t key = 0;
+    uint32_t access = 0;
+  };
+  std::mutex regions_mu_;
+  std::map<uint32_t, std::shared_ptr<Region>> regions_;
+
+  mutable std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::map<uint64_t, std::shared_ptr<JobRecord>> jobs_;
+  uint64_t next_job_ = 1;
+  std::atomic<bool> shutting_down_{false};
+};
+
+grpc::Status invalid(const std::string& field, const std::string& what);
+
+}  // namespace metaroce::daemon

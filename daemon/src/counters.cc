@@ -1,0 +1,197 @@
+// Every counter of the daemon, once: the gRPC GetCounters answer and the
+// Prometheus text exposition at /metrics are both rendered from this list.
+#include <algorithm>
+#include <sstream>
+
+#include "core.h"
+
+namespace metaroce::daemon {
+namespace {
+
+struct Sample {
+  std::string name;  // without the metaroce_ prefix
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+  const char* help = "";
+  bool counter = true;  // else gauge
+};
+
+const char* path_state_text(transport::PathState s) {
+  return s == transport::PathState::kActive ? "active" : s == transport::PathState::kDegraded ? "degraded" : "down";
+}
+
+}  // namespace
+
+namespace {
+
+// conns: a copy of the connection table (taken under its lock by the caller).
+std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, ConnectionRecord>& conns) {
+  std::vector<Sample> out;
+  auto add = [&](std::string name, std::vector<std::pair<std::string, std::string>> labels, double v, const char* help,
+                 bool counter = true) { out.push_back({std::move(name), std::move(labels), v, help, counter}); };
+  add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
+  add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);
+  if (EndpointRuntime* ep = core.endpoint()) {
+    std::vector<PortSnapshot> ports;
+    if (ep->snapshot_ports(&ports))
+      for (const auto& p : ports) {
+        const std::vector<std::pair<std::string, std::string>> l = {{"port", p.name}, {"use", "endpoint"}};
+        add("port_rx_frames_total", l, p.stats.rx_frames, "Frames received by a datapath port");
+        add("port_rx_bytes_total", l, p.stats.rx_bytes, "Bytes received by a datapath port");
+        add("port_tx_frames_total", l, p.stats.tx_frames, "Frames sent by a datapath port");
+        add("port_tx_bytes_total", l, p.stats.tx_bytes, "Bytes sent by a datapath port");
+        add("port_tx_ring_full_total", l, p.stats.tx_ring_full, "Frames refused by a full transmit ring");
+        add("port_rx_dropped_total", l, p.stats.rx_dropped, "Frames dropped by the port backend");
+        add("port_rx_truncated_total", l, p.stats.rx_truncated, "Frames larger than the port's frame size");
+      }
+    transport::EndpointCounters c;
+    datapath::WorkerStats w;
+    if (ep->snapshot_counters(&c, &w)) {
+      add("endpoint_frames_in_total", {}, c.frames_in, "Frames handed to the transport engine");
+      add("endpoint_frames_out_total", {}, c.frames_out, "Frames produced by the transport engine");
+      const std::pair<const char*, uint64_t> drops[] = {{"not_ours", c.drop_not_ours},
+                                                        {"decode", c.drop_decode},
+                                                        {"checksum", c.drop_checksum},
+                                                        {"unknown_connection", c.drop_unknown_connection},
+                                                        {"wrong_peer", c.drop_wrong_peer},
+                                                        {"out_of_window", c.drop_out_of_window}};
+      for (const auto& [why, n] : drops)
+        add("endpoint_drops_total", {{"reason", why}}, n, "Frames the engine dropped, by reason");
+      add("endpoint_cq_overflow_total", {}, c.completion_queue_overflow, "Completions lost to a full queue");
+      add("worker_iterations_total", {{"worker", "endpoint"}}, w.iterations, "Worker loop iterations");
+      add("worker_idle_blocks_total", {{"worker", "endpoint"}}, w.idle_blocks, "Times the worker blocked when idle");
+    }
+    std::vector<uint32_t> ids;
+    for (const auto& [id, r] : conns) ids.push_back(id);
+    std::vector<transport::ConnectionStats> st;
+    if (!ids.empty() && core.connection_stats(ids, &st)) {
+      size_t i = 0;
+      for (const auto& [id, r] : conns) {
+        const auto& s = st[i++];
+        const std::vector<std::pair<std::string, std::string>> l = {
+            {"conn", std::to_string(id)}, {"peer", r.peer_name}, {"transport", transport::transport_name(s.transport)}};
+        add("connection_data_packets_sent_total", l, s.data_packets_sent, "Data packets sent (with retransmits)");
+        add("connection_retransmits_total", l, s.retransmits, "Data packets retransmitted");
+        add("connection_spurious_retransmits_total", l, s.spurious_retransmits, "Retransmits of packets that had arrived");
+        add("connection_rtos_total", l, s.rtos, "Retransmission timeouts");
+        add("connection_messages_completed_total", l, s.messages_completed, "Messages completed");
+        add("connection_payload_bytes_completed_total", l, s.payload_bytes_completed, "Payload bytes completed");
+        add("connection_duplicates_received_total", l, s.duplicates_received, "Duplicate packets received");
+        for (size_t p = 0; p < s.paths.size(); ++p) {
+          const auto& ps = s.paths[p];
+          std::vector<std::pair<std::string, std::string>> pl = {
+              {"conn", std::to_string(id)}, {"path", std::to_string(p)}, {"plane", std::to_string(ps.plane)}};
+          add("path_packets_sent_total", pl, ps.packets_sent, "Packets sent on a path");
+          add("path_retransmits_total", pl, ps.retransmits, "Retransmits on a path");
+          add("path_state_changes_total", pl, ps.state_changes, "Path state changes");
+          add("path_srtt_seconds", pl, ps.srtt_ns / 1e9, "Smoothed RTT of a path", false);
+          pl.emplace_back("state", path_state_text(ps.state));
+          add("path_state", pl, 1, "Path state (1 for the current state label)", false);
+        }
+      }
+    }
+  }
+  if (FabricRuntime* fab = core.fabric()) {
+    FabricSnapshot snap;
+    if (fab->snapshot(&snap)) {
+      for (const auto& [name, ps] : snap.ports) {
+        const std::vector<std::pair<std::string, std::string>> l = {{"port", name}, {"use", "fabric"}};
+        add("port_rx_frames_total", l, ps.rx_frames, "Frames received by a datapath port");
+        add("port_rx_bytes_total", l, ps.rx_bytes, "Bytes received by a datapath port");
+        add("port_tx_frames_total", l, ps.tx_frames, "Frames sent by a datapath port");
+        add("port_tx_bytes_total", l, ps.tx_bytes, "Bytes sent by a datapath port");
+        add("port_tx_ring_full_total", l, ps.tx_ring_full, "Frames refused by a full transmit ring");
+        add("port_rx_dropped_total", l, ps.rx_dropped, "Frames dropped by the port backend");
+        add("port_rx_truncated_total", l, ps.rx_truncated, "Frames larger than the port's frame size");
+      }
+      add("worker_iterations_total", {{"worker", "fabric"}}, snap.worker.iterations, "Worker loop iterations");
+      add("worker_idle_blocks_total", {{"worker", "fabric"}}, snap.worker.idle_blocks, "Times the worker blocked when idle");
+      add("fabric_delay_line_full_total", {}, snap.worker.delay_line_full, "Frames dropped: no buffer to hold them");
+      for (const auto& l : snap.links) {
+        const std::vector<std::pair<std::string, std::string>> lb = {{"plane", std::to_string(l.plane)},
+                                                                     {"ecmp", std::to_string(l.ecmp)},
+                                                                     {"from", std::to_string(l.a)},
+                                                                     {"to", std::to_string(l.b)}};
+        const auto& k = l.counters;
+        add("link_packets_in_total", lb, k.packets_in, "Packets offered to an ECMP link");
+        add("link_packets_out_total", lb, k.packets_out, "Packets delivered by an ECMP link");
+        for (auto [why, n] : {std::pair{"random_loss", k.drops_random_loss}, {"queue_overflow", k.drops_queue_overflow},
+                              {"link_down", k.drops_link_down}}) {
+          auto dl = lb;
+          dl.emplace_back("reason", why);
+          add("link_drops_total", dl, n, "Packets an ECMP link dropped, by reason");
+        }
+        add("link_ecn_marks_total", lb, k.ecn_marks, "Packets marked CE");
+        add("link_duplicates_total", lb, k.duplicates, "Packets duplicated");
+        add("link_reorders_total", lb, k.reorders, "Packets reordered");
+        add("link_corruptions_total", lb, k.corruptions, "Packets corrupted");
+        add("link_up", lb, l.up ? 1 : 0, "1 when the link is up", false);
+        add("link_delay_p99_seconds", lb, static_cast<double>(l.p99_ns) / 1e9, "99th percentile one-way delay", false);
+      }
+      add("fabric_timeline_pending", {}, snap.timeline_pending, "Timeline events not yet applied", false);
+    }
+  }
+  return out;
+}
+
+std::string escape(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::map<uint32_t, ConnectionRecord> DaemonCore::connections_copy() const {
+  std::map<uint32_t, ConnectionRecord> copy;
+  std::lock_guard<std::mutex> g(conns_mu_);
+  for (const auto& [id, r] : conns_)
+    if (r.remote_id != 0) copy[id] = r;
+  return copy;
+}
+
+grpc::Status DaemonCore::counters(v1::Counters* out) {
+  out->set_time_ns(uptime_ns());
+  for (const auto& s : collect(*this, connections_copy())) {
+    auto* c = out->add_counters();
+    c->set_name(s.name);
+    for (const auto& [k, v] : s.labels) (*c->mutable_labels())[k] = v;
+    c->set_value(s.value);
+    c->set_help(s.help);
+  }
+  return grpc::Status::OK;
+}
+
+std::string DaemonCore::prometheus_text() {
+  std::vector<Sample> samples = collect(*this, connections_copy());
+  // The exposition format wants each metric's samples together.
+  std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.name < b.name; });
+  std::ostringstream o;
+  o.precision(17);
+  std::string last;
+  for (const auto& s : samples) {
+    if (s.name != last) {
+      o << "# HELP metaroce_" << s.name << ' ' << s.help << "\n# TYPE metaroce_" << s.name << ' '
+        << (s.counter ? "counter" : "gauge") << '\n';
+      last = s.name;
+    }
+    o << "metaroce_" << s.name;
+    if (!s.labels.empty()) {
+      o << '{';
+      for (size_t i = 0; i < s.labels.size(); ++i)
+        o << (i ? "," : "") << s.labels[i].first << "=\"" << escape(s.labels[i].second) << '"';
+      o << '}';
+    }
+    o << ' ' << s.value << '\n';
+  }
+  return o.str();
+}
+
+}  // namespace metaroce::daemon

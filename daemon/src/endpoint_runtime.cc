@@ -1,0 +1,147 @@
+#include "endpoint_runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "metaroce/lab/config.h"
+
+namespace metaroce::daemon {
+
+datapath::PortConfig make_port_config(const std::string& datapath, const std::string& ifname, const std::string& name,
+                                      uint32_t frame_size, const std::string& xdp_mode, bool bridge,
+                                      const std::vector<uint16_t>& udp_ports, const std::vector<std::string>& eal_args,
+                                      uint32_t dpdk_index, const std::string& file_prefix) {
+  datapath::PortConfig c;
+  c.kind = datapath;
+  c.name = name;
+  c.ifname = ifname;
+  c.frame_size = frame_size;
+  if (datapath == "afxdp") {
+    c.xdp_mode = xdp_mode;
+    c.bridge_mode = bridge;
+    c.udp_ports = udp_ports;
+  } else if (datapath == "dpdk") {
+    // The EAL is set up once per process; the defaults suit veth lab hosts.
+    c.eal_args = eal_args;
+    if (c.eal_args.empty())
+      c.eal_args = {"--no-huge", "-m", "512", "--no-shconf", "--file-prefix=" + file_prefix,
+                    "--no-pci", "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    c.dpdk_device = "net_af_packet" + std::to_string(dpdk_index) + ",iface=" + ifname;
+  }
+  return c;
+}
+
+EndpointRuntime::EndpointRuntime(const EndpointSection& config) : config_(config) {}
+
+std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& config, const std::string& daemon_name,
+                                                        std::string* error) {
+  std::unique_ptr<EndpointRuntime> rt(new EndpointRuntime(config));
+  transport::EndpointConfig ec;
+  ec.ip = config.ip;
+  ec.mac = config.mac;
+  if (config.datapath == "udp") ec.mac = wire::MacAddr{0x02, 0x00, uint8_t(config.ip >> 24), uint8_t(config.ip >> 16),
+                                                       uint8_t(config.ip >> 8), uint8_t(config.ip)};
+  ec.metaroce_udp_port = config.udp_port;
+  ec.inbound_capacity_bps = config.inbound_capacity_bps;
+  if (auto e = transport::validate(ec); !e.empty()) {
+    *error = "endpoint: " + e;
+    return nullptr;
+  }
+  rt->config_.mac = ec.mac;
+  rt->endpoint_ = std::make_unique<transport::Endpoint>(ec);
+  std::vector<datapath::Port*> ports;
+  for (size_t p = 0; p < config.interfaces.size(); ++p) {
+    datapath::PortConfig pc = make_port_config(
+        config.datapath, config.interfaces[p], "plane" + std::to_string(p), config.frame_size, config.xdp_mode, false,
+        {config.udp_port, 4791}, config.eal_args, static_cast<uint32_t>(p),
+        "mrd-" + daemon_name + "-" + std::to_string(getpid()));
+    if (config.datapath == "udp") {
+      pc.local_ip = lab::ip_to_string(config.ip);
+      pc.local_port = config.udp_port;
+    }
+    std::string err;
+    auto port = datapath::open_port(pc, &err);
+    if (!port) {
+      *error = "endpoint.interfaces[" + std::to_string(p) + "] (" + config.interfaces[p] + "): " + err;
+      return nullptr;
+    }
+    ports.push_back(port.get());
+    rt->ports_.push_back(std::move(port));
+  }
+  datapath::IdlePolicy idle;
+  idle.busy_poll = config.busy_poll;
+  rt->worker_ = std::make_unique<datapath::EndpointWorker>(*rt->endpoint_, ports, std::nullopt, idle);
+  rt->channel_.set_running(true);
+  EndpointRuntime* self = rt.get();
+  rt->thread_ = std::thread([self] {
+    self->worker_->run(self->stop_, [self](transport::Nanos now) { self->on_iteration(now); });
+  });
+  return rt;
+}
+
+EndpointRuntime::~EndpointRuntime() { stop(); }
+
+void EndpointRuntime::stop() {
+  if (!thread_.joinable()) return;
+  channel_.set_running(false);
+  stop_ = true;
+  thread_.join();
+  channel_.drain(datapath::monotonic_ns());  // commands queued before set_running(false)
+  drivers_.clear();
+  responders_.clear();
+  worker_.reset();
+  ports_.clear();  // closes AF_XDP sockets and detaches our XDP programs
+}
+
+void EndpointRuntime::remove_driver(TrafficDriver* d) {
+  drivers_.erase(std::remove(drivers_.begin(), drivers_.end(), d), drivers_.end());
+}
+
+void EndpointRuntime::on_iteration(transport::Nanos now) {
+  channel_.drain(now);
+  size_t n;
+  while ((n = endpoint_->poll_completions(completions_)) > 0) {
+    for (size_t i = 0; i < n; ++i) {
+      const transport::Completion& c = completions_[i];
+      if (c.verb == transport::Verb::kRecv) {
+        if (auto it = responders_.find(c.conn); it != responders_.end()) it->second->on_completion(c, now);
+        continue;
+      }
+      for (TrafficDriver* d : drivers_)
+        if (d->owns(c.conn)) {
+          d->on_completion(c, now);
+          break;
+        }
+    }
+  }
+  for (TrafficDriver* d : drivers_) d->pump(now);
+}
+
+bool EndpointRuntime::snapshot_ports(std::vector<PortSnapshot>* out) {
+  // Shared with the command: if the call times out, the worker may still run it later.
+  auto snap = std::make_shared<std::vector<PortSnapshot>>(ports_.size());
+  const bool ok = channel_.call([this, snap](transport::Nanos) {
+    for (size_t p = 0; p < ports_.size(); ++p) {
+      (*snap)[p].name = ports_[p]->name();
+      (*snap)[p].kind = ports_[p]->kind();
+      (*snap)[p].interface = config_.interfaces[p];
+      (*snap)[p].plane = static_cast<uint32_t>(p);
+      (*snap)[p].stats = ports_[p]->stats();
+    }
+  });
+  if (ok) *out = *snap;
+  return ok;
+}
+
+bool EndpointRuntime::snapshot_counters(transport::EndpointCounters* ep, datapath::WorkerStats* worker) {
+  auto snap = std::make_shared<std::pair<transport::EndpointCounters, datapath::WorkerStats>>();
+  const bool ok = channel_.call([this, snap](transport::Nanos) {
+    snap->first = endpoint_->counters();
+    snap->second = worker_->stats();
+  });
+  if (ok) std::tie(*ep, *worker) = *snap;
+  return ok;
+}
+
+}  // namespace metaroce::daemon

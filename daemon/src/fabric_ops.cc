@@ -1,0 +1,298 @@
+// Fabric calls: API messages to emulator selectors and patches, and back.
+#include <spdlog/spdlog.h>
+
+#include "core.h"
+
+namespace metaroce::daemon {
+namespace {
+
+constexpr int64_t kHourNs = 3'600'000'000'000;
+
+grpc::Status to_selector(const v1::LinkSelector& in, const FabricSection& f, emulator::LinkSelector* out,
+                         const std::string& field = "selector") {
+  if (in.has_plane()) {
+    if (in.plane() >= f.planes)
+      return invalid(field + ".plane", "must be in [0, " + std::to_string(f.planes - 1) + "] (got " + std::to_string(in.plane()) + ")");
+    out->plane = in.plane();
+  }
+  if (in.has_ecmp()) {
+    if (in.ecmp() >= f.ecmp_links)
+      return invalid(field + ".ecmp", "must be in [0, " + std::to_string(f.ecmp_links - 1) + "] (got " + std::to_string(in.ecmp()) + ")");
+    out->ecmp = in.ecmp();
+  }
+  if (in.direction().empty() || in.direction() == "both") out->direction = emulator::LinkSelector::Direction::kBoth;
+  else if (in.direction() == "a_to_b") out->direction = emulator::LinkSelector::Direction::kAToB;
+  else if (in.direction() == "b_to_a") out->direction = emulator::LinkSelector::Direction::kBToA;
+  else return invalid(field + ".direction", "must be both, a_to_b or b_to_a (got '" + in.direction() + "')");
+  if (in.has_host_a() != in.has_host_b()) return invalid(field + ".host_a", "host_a and host_b go together (a host pair)");
+  if (in.has_host_a()) {
+    if (in.host_a() >= f.hosts || in.host_b() >= f.hosts || in.host_a() == in.host_b())
+      return invalid(field + ".host_a", "host_a and host_b must be two different hosts in [0, " + std::to_string(f.hosts - 1) +
+                                            "] (got " + std::to_string(in.host_a()) + ", " + std::to_string(in.host_b()) + ")");
+    out->host_a = std::min(in.host_a(), in.host_b());
+    out->host_b = std::max(in.host_a(), in.host_b());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status prob(double v, const std::string& field) {
+  if (!(v >= 0 && v <= 1)) return invalid(field, "must be a probability in [0, 1] (got " + std::to_string(v) + ")");
+  return grpc::Status::OK;
+}
+
+grpc::Status to_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field = "patch") {
+  if (in.has_rate_bps()) {
+    if (!(in.rate_bps() > 0 && in.rate_bps() <= 1.6e12))
+      return invalid(field + ".rate_bps", "must be in (0, 1.6e12] bits/s (got " + std::to_string(in.rate_bps()) + ")");
+    out->rate_bps = in.rate_bps();
+  }
+  if (in.has_prop_delay_ns()) {
+    if (in.prop_delay_ns() < 0 || in.prop_delay_ns() > kHourNs)
+      return invalid(field + ".prop_delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(in.prop_delay_ns()) + ")");
+    out->prop_delay_ns = in.prop_delay_ns();
+  }
+  if (in.has_queue_limit_bytes()) {
+    if (in.queue_limit_bytes() == 0) return invalid(field + ".queue_limit_bytes", "must be > 0");
+    out->queue_limit_bytes = in.queue_limit_bytes();
+  }
+  if (in.has_queue_limit_packets()) {
+    if (in.queue_limit_packets() == 0) return invalid(field + ".queue_limit_packets", "must be > 0");
+    out->queue_limit_packets = in.queue_limit_packets();
+  }
+  if (in.has_ecn_threshold_bytes()) out->ecn_threshold_bytes = in.ecn_threshold_bytes();
+  if (in.has_loss_probability()) {
+    if (auto s = prob(in.loss_probability(), field + ".loss_probability"); !s.ok()) return s;
+    emulator::LossConfig l;
+    l.kind = in.loss_probability() > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
+    l.probability = in.loss_probability();
+    out->loss = l;
+  }
+  if (in.has_loss() && !in.loss().kind().empty()) {
+    const auto& m = in.loss();
+    emulator::LossConfig l;
+    using K = emulator::LossConfig::Kind;
+    if (m.kind() == "none") l.kind = K::kNone;
+    else if (m.kind() == "bernoulli") l.kind = K::kBernoulli;
+    else if (m.kind() == "correlated") l.kind = K::kCorrelated;
+    else if (m.kind() == "gilbert_elliott") l.kind = K::kGilbertElliott;
+    else if (m.kind() == "four_state") l.kind = K::kFourState;
+    else return invalid(field + ".loss.kind", "must be none, bernoulli, correlated, gilbert_elliott or four_state (got '" + m.kind() + "')");
+    for (auto [v, n] : {std::pair{m.probability(), "probability"}, {m.correlation(), "correlation"}, {m.p(), "p"},
+                        {m.r(), "r"}, {m.h(), "h"}, {m.k(), "k"}, {m.p14(), "p14"}})
+      if (auto s = prob(v, field + ".loss." + n); !s.ok()) return s;
+    l.probability = m.probability();
+    l.correlation = m.correlation();
+    if (l.kind == K::kGilbertElliott) {
+      l.ge_p = m.p(), l.ge_r = m.r(), l.ge_1_h = m.h(), l.ge_1_k = m.k();
+      if (m.h() == 0 && m.k() == 0) l.ge_1_h = 1;  // simple Gilbert: every packet in Bad is lost
+    } else if (l.kind == K::kFourState) {
+      l.p13 = m.p(), l.p31 = m.r(), l.p32 = m.h(), l.p23 = m.k(), l.p14 = m.p14();
+    }
+    if (auto e = emulator::validate(l)) return invalid(field + "." + *e, "");
+    out->loss = l;
+  }
+  if (in.has_delay()) {
+    const auto& d = in.delay();
+    emulator::DelayConfig c;
+    if (d.delay_ns() < 0 || d.delay_ns() > kHourNs)
+      return invalid(field + ".delay.delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(d.delay_ns()) + ")");
+    if (d.jitter_ns() < 0 || d.jitter_ns() > kHourNs)
+      return invalid(field + ".delay.jitter_ns", "must be in [0, 3600000000000] (got " + std::to_string(d.jitter_ns()) + ")");
+    c.delay_ns = d.delay_ns();
+    c.jitter_ns = d.jitter_ns();
+    using D = emulator::DelayConfig::Distribution;
+    if (d.distribution().empty() || d.distribution() == "uniform") c.distribution = D::kUniform;
+    else if (d.distribution() == "normal") c.distribution = D::kNormal;
+    else if (d.distribution() == "pareto") c.distribution = D::kPareto;
+    else if (d.distribution() == "paretonormal") c.distribution = D::kParetoNormal;
+    else return invalid(field + ".delay.distribution", "must be uniform, normal, pareto or paretonormal (got '" + d.distribution() + "')");
+    if (!(d.correlation() >= 0 && d.correlation() < 1))
+      return invalid(field + ".delay.correlation", "must be in [0, 1) (got " + std::to_string(d.correlation()) + ")");
+    c.correlation = d.correlation();
+    c.allow_reorder = d.allow_reorder();
+    if (auto e = emulator::validate(c)) return invalid(field + ".delay", *e);
+    out->delay = c;
+  }
+  if (in.has_reorder()) {
+    const auto& r = in.reorder();
+    emulator::ReorderConfig c;
+    if (auto s = prob(r.probability(), field + ".reorder.probability"); !s.ok()) return s;
+    if (!(r.correlation() >= 0 && r.correlation() < 1))
+      return invalid(field + ".reorder.correlation", "must be in [0, 1) (got " + std::to_string(r.correlation()) + ")");
+    c.probability = r.probability();
+    c.correlation = r.correlation();
+    c.gap = r.gap();
+    out->reorder = c;
+  }
+  if (in.has_reorder_probability()) {
+    if (auto s = prob(in.reorder_probability(), field + ".reorder_probability"); !s.ok()) return s;
+    out->reorder_probability = in.reorder_probability();
+  }
+  if (in.has_reorder_delay_ns()) {
+    if (in.reorder_delay_ns() < 0 || in.reorder_delay_ns() > kHourNs)
+      return invalid(field + ".reorder_delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(in.reorder_delay_ns()) + ")");
+    out->reorder_delay_ns = in.reorder_delay_ns();
+  }
+  if (in.has_duplicate_probability()) {
+    if (auto s = prob(in.duplicate_probability(), field + ".duplicate_probability"); !s.ok()) return s;
+    out->duplicate_probability = in.duplicate_probability();
+  }
+  if (in.has_corrupt_probability()) {
+    if (auto s = prob(in.corrupt_probability(), field + ".corrupt_probability"); !s.ok()) return s;
+    out->corrupt_probability = in.corrupt_probability();
+  }
+  if (in.has_up()) out->up = in.up();
+  if (in.has_flap()) {
+    const auto& f = in.flap();
+    if (f.period_ns() < 0 || f.down_ns() < 0 || (f.period_ns() > 0 && f.down_ns() >= f.period_ns()))
+      return invalid(field + ".flap", "needs period_ns = 0 (stop) or period_ns > down_ns >= 0 (got period " +
+                                          std::to_string(f.period_ns()) + ", down " + std::to_string(f.down_ns()) + ")");
+    emulator::FlapConfig c;
+    c.period_ns = f.period_ns();
+    c.down_ns = f.down_ns();
+    out->flap = c;
+  }
+  return grpc::Status::OK;
+}
+
+bool patch_empty(const emulator::LinkPatch& p) {
+  return !p.rate_bps && !p.prop_delay_ns && !p.queue_limit_bytes && !p.queue_limit_packets && !p.ecn_threshold_bytes &&
+         !p.loss && !p.delay && !p.reorder && !p.reorder_probability && !p.reorder_delay_ns &&
+         !p.duplicate_probability && !p.corrupt_probability && !p.up && !p.flap;
+}
+
+const char* loss_kind_name(emulator::LossConfig::Kind k) {
+  using K = emulator::LossConfig::Kind;
+  switch (k) {
+    case K::kNone: return "none";
+    case K::kBernoulli: return "bernoulli";
+    case K::kCorrelated: return "correlated";
+    case K::kGilbertElliott: return "gilbert_elliott";
+    case K::kFourState: return "four_state";
+    case K::kPattern: return "pattern";
+  }
+  return "?";
+}
+
+}  // namespace
+
+grpc::Status DaemonCore::fabric_show(v1::FabricState* out) {
+  if (auto s = need_fabric(); !s.ok()) return s;
+  FabricSnapshot snap;
+  if (!fabric_->snapshot(&snap)) return {grpc::StatusCode::UNAVAILABLE, "fabric worker did not answer"};
+  const auto& f = *config_.fabric;
+  out->set_hosts(f.hosts);
+  out->set_planes(f.planes);
+  out->set_ecmp_links(f.ecmp_links);
+  out->set_time_ns(snap.now);
+  uint64_t dropped = 0;
+  for (uint64_t d : snap.worker.emu_drops) dropped += d;
+  out->set_frames_forwarded(snap.worker.tx_frames);
+  out->set_frames_dropped(dropped);
+  out->set_timeline_pending(snap.timeline_pending);
+  for (const auto& l : snap.links) {
+    auto* ls = out->add_links();
+    ls->set_plane(l.plane), ls->set_ecmp(l.ecmp);
+    ls->set_host_a(std::min(l.a, l.b)), ls->set_host_b(std::max(l.a, l.b));
+    ls->set_direction(l.a < l.b ? "a_to_b" : "b_to_a");
+    ls->set_up(l.up);
+    const auto& c = l.config;
+    ls->set_rate_bps(c.rate_bps);
+    ls->set_prop_delay_ns(c.prop_delay_ns);
+    const bool prob_kind = c.loss.kind == emulator::LossConfig::Kind::kBernoulli ||
+                           c.loss.kind == emulator::LossConfig::Kind::kCorrelated;
+    ls->set_loss_probability(prob_kind ? c.loss.probability : c.loss_probability);
+    ls->set_loss_kind(c.loss.kind == emulator::LossConfig::Kind::kNone && c.loss_probability > 0 ? "bernoulli"
+                                                                                                 : loss_kind_name(c.loss.kind));
+    ls->set_delay_ns(c.delay.delay_ns);
+    ls->set_jitter_ns(c.delay.jitter_ns);
+    ls->set_reorder_probability(c.reorder_probability > 0 ? c.reorder_probability : c.reorder.probability);
+    ls->set_duplicate_probability(c.duplicate_probability);
+    ls->set_corrupt_probability(c.corrupt_probability);
+    ls->set_ecn_threshold_bytes(c.ecn_threshold_bytes);
+    ls->set_flap_period_ns(c.flap.period_ns);
+    const auto& k = l.counters;
+    ls->set_packets_in(k.packets_in), ls->set_packets_out(k.packets_out);
+    ls->set_drops_random_loss(k.drops_random_loss), ls->set_drops_queue_overflow(k.drops_queue_overflow);
+    ls->set_drops_link_down(k.drops_link_down), ls->set_ecn_marks(k.ecn_marks);
+    ls->set_duplicates(k.duplicates), ls->set_reorders(k.reorders), ls->set_corruptions(k.corruptions);
+    ls->set_delay_p50_ns(l.p50_ns), ls->set_delay_p99_ns(l.p99_ns);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::fabric_set(const v1::LinkSelector& sel, const v1::LinkPatch& patch, v1::SetLinksResponse* out) {
+  if (auto s = need_fabric(); !s.ok()) return s;
+  emulator::LinkSelector es;
+  if (auto s = to_selector(sel, *config_.fabric, &es); !s.ok()) return s;
+  emulator::LinkPatch ep;
+  if (auto s = to_patch(patch, &ep); !s.ok()) return s;
+  if (patch_empty(ep)) return invalid("patch", "names no field to change (set at least one, e.g. loss_probability)");
+  transport::Nanos at = 0;
+  uint32_t n = 0;
+  if (auto e = fabric_->apply(es, ep, &at, &n); !e.empty()) return invalid("patch", e);
+  out->set_links_changed(n);
+  out->set_applied_at_ns(at);
+  spdlog::info("fabric: set on {} links at {} ns", n, at);
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::fabric_up_down(const v1::LinkSelector& sel, bool up, v1::SetLinksResponse* out) {
+  if (auto s = need_fabric(); !s.ok()) return s;
+  emulator::LinkSelector es;
+  if (auto s = to_selector(sel, *config_.fabric, &es); !s.ok()) return s;
+  emulator::LinkPatch ep;
+  ep.up = up;
+  transport::Nanos at = 0;
+  uint32_t n = 0;
+  if (auto e = fabric_->apply(es, ep, &at, &n); !e.empty()) return invalid("selector", e);
+  out->set_links_changed(n);
+  out->set_applied_at_ns(at);
+  spdlog::info("fabric: {} links {} at {} ns", n, up ? "up" : "down", at);
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::fabric_reset(v1::SetLinksResponse* out) {
+  if (auto s = need_fabric(); !s.ok()) return s;
+  transport::Nanos at = 0;
+  uint32_t n = 0;
+  if (auto e = fabric_->reset(&at, &n); !e.empty()) return {grpc::StatusCode::INTERNAL, "reset: " + e};
+  out->set_links_changed(n);
+  out->set_applied_at_ns(at);
+  spdlog::info("fabric: reset {} links at {} ns", n, at);
+  return grpc::Status::OK;
+}
+
+grpc::Status DaemonCore::fabric_timeline(const v1::LoadTimelineRequest& req, v1::LoadTimelineResponse* out) {
+  if (auto s = need_fabric(); !s.ok()) return s;
+  if (req.events_size() > 10000) return invalid("events", "at most 10000 events (got " + std::to_string(req.events_size()) + ")");
+  std::vector<emulator::TimelineEvent> events;
+  for (int i = 0; i < req.events_size(); ++i) {
+    const auto& e = req.events(i);
+    const std::string f = "events[" + std::to_string(i) + "]";
+    if (e.at_ns() < 0 || e.at_ns() > kHourNs * 24)
+      return invalid(f + ".at_ns", "must be in [0, 86400000000000] (got " + std::to_string(e.at_ns()) + ")");
+    emulator::TimelineEvent te;
+    te.at_ns = e.at_ns();
+    if (auto s = to_selector(e.selector(), *config_.fabric, &te.selector, f + ".selector"); !s.ok()) return s;
+    switch (e.action_case()) {
+      case v1::TimelineEvent::kSet:
+        if (auto s = to_patch(e.set(), &te.patch, f + ".set"); !s.ok()) return s;
+        if (patch_empty(te.patch)) return invalid(f + ".set", "names no field to change");
+        break;
+      case v1::TimelineEvent::kDown: te.patch.up = false; break;
+      case v1::TimelineEvent::kUp: te.patch.up = true; break;
+      default: return invalid(f + ".action", "must be one of set, down, up");
+    }
+    te.label = e.label().empty() ? (e.action_case() == v1::TimelineEvent::kSet ? "set" : e.action_case() == v1::TimelineEvent::kDown ? "down" : "up") : e.label();
+    events.push_back(std::move(te));
+  }
+  transport::Nanos base = 0;
+  if (auto e = fabric_->load_timeline(std::move(events), &base); !e.empty()) return invalid("events", e);
+  out->set_base_ns(base);
+  out->set_events(static_cast<uint32_t>(req.events_size()));
+  spdlog::info("fabric: timeline of {} events from {} ns", req.events_size(), base);
+  return grpc::Status::OK;
+}
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,190 @@
+#include "fabric_runtime.h"
+
+#include <unistd.h>
+
+#include "endpoint_runtime.h"
+
+namespace metaroce::daemon {
+
+emulator::LinkPatch base_patch(const emulator::LinkConfig& c) {
+  emulator::LinkPatch p;
+  p.rate_bps = c.rate_bps;
+  p.prop_delay_ns = c.prop_delay_ns;
+  p.queue_limit_bytes = c.queue_limit_bytes;
+  p.queue_limit_packets = c.queue_limit_packets;
+  p.ecn_threshold_bytes = c.ecn_threshold_bytes;
+  emulator::LossConfig loss = c.loss;
+  if (c.loss_probability > 0 && loss.kind == emulator::LossConfig::Kind::kNone) {
+    loss.kind = emulator::LossConfig::Kind::kBernoulli;
+    loss.probability = c.loss_probability;
+  }
+  p.loss = loss;
+  p.delay = c.delay;
+  p.reorder = c.reorder;
+  p.reorder_probability = c.reorder_probability;
+  p.reorder_delay_ns = c.reorder_delay_ns;
+  p.duplicate_probability = c.duplicate_probability;
+  p.corrupt_probability = c.corrupt_probability;
+  p.up = true;
+  p.flap = emulator::FlapConfig{};
+  return p;
+}
+
+std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config, const std::string& daemon_name,
+                                                    std::string* error) {
+  std::unique_ptr<FabricRuntime> rt(new FabricRuntime(config));
+  std::vector<std::vector<datapath::Port*>> ports(config.planes, std::vector<datapath::Port*>(config.hosts));
+  for (uint32_t p = 0; p < config.planes; ++p)
+    for (uint32_t h = 0; h < config.hosts; ++h) {
+      const std::string& ifname = config.interfaces[p][h];
+      std::string err;
+      auto port = datapath::open_port(
+          make_port_config(config.datapath, ifname, ifname, config.frame_size, "skb", true, {}, config.eal_args,
+                           p * config.hosts + h, "mrf-" + daemon_name + "-" + std::to_string(getpid())),
+          &err);
+      if (!port) {
+        *error = "fabric.interfaces[" + std::to_string(p) + "][" + std::to_string(h) + "] (" + ifname + "): " + err;
+        return nullptr;
+      }
+      ports[p][h] = port.get();
+      rt->ports_.push_back(std::move(port));
+    }
+  datapath::FabricNode::Config nc;
+  nc.fabric.hosts = config.hosts;
+  nc.fabric.planes = config.planes;
+  nc.fabric.ecmp_links = config.ecmp_links;
+  nc.fabric.port = config.port;
+  nc.fabric.ecmp = config.ecmp;
+  nc.fabric.seed = config.seed;
+  nc.host_macs.assign(config.planes, config.host_macs);
+  nc.frame_size = config.frame_size;
+  nc.idle.busy_poll = config.busy_poll;
+  if (auto e = emulator::validate(nc.fabric)) {
+    *error = "fabric: " + *e;
+    return nullptr;
+  }
+  rt->node_ = std::make_unique<datapath::FabricNode>(nc, ports);
+  rt->channel_.set_running(true);
+  FabricRuntime* self = rt.get();
+  rt->thread_ = std::thread([self] {
+    self->node_->run(self->stop_, [self](transport::Nanos now) { self->channel_.drain(now); });
+  });
+  return rt;
+}
+
+FabricRuntime::~FabricRuntime() { stop(); }
+
+void FabricRuntime::stop() {
+  if (!thread_.joinable()) return;
+  channel_.set_running(false);
+  stop_ = true;
+  thread_.join();
+  channel_.drain(0);
+  node_.reset();
+  ports_.clear();  // detaches the XDP programs
+}
+
+uint32_t FabricRuntime::count_selected(const emulator::LinkSelector& sel) const {
+  uint32_t n = 0;
+  for (uint32_t p = 0; p < config_.planes; ++p) {
+    if (sel.plane && *sel.plane != p) continue;
+    for (uint32_t a = 0; a < config_.hosts; ++a)
+      for (uint32_t b = a + 1; b < config_.hosts; ++b) {
+        if (sel.host_a && !((*sel.host_a == a && *sel.host_b == b) || (*sel.host_a == b && *sel.host_b == a))) continue;
+        for (uint32_t k = 0; k < config_.ecmp_links; ++k) {
+          if (sel.ecmp && *sel.ecmp != k) continue;
+          n += sel.direction == emulator::LinkSelector::Direction::kBoth ? 2 : 1;
+        }
+      }
+  }
+  return n;
+}
+
+std::string FabricRuntime::apply(const emulator::LinkSelector& sel, const emulator::LinkPatch& patch,
+                                 transport::Nanos* at, uint32_t* links_changed) {
+  struct Result {
+    std::string error;
+    transport::Nanos at = 0;
+  };
+  auto r = std::make_shared<Result>();
+  if (!channel_.call([this, r, sel, patch](transport::Nanos now) {
+        r->at = now;
+        if (auto e = node_->fabric().apply(sel, patch, now)) r->error = *e;
+      }))
+    return "fabric worker did not answer within 5 s";
+  *at = r->at;
+  *links_changed = r->error.empty() ? count_selected(sel) : 0;
+  return r->error;
+}
+
+std::string FabricRuntime::reset(transport::Nanos* at, uint32_t* links_changed) {
+  struct Result {
+    std::string error;
+    transport::Nanos at = 0;
+  };
+  auto r = std::make_shared<Result>();
+  const emulator::LinkPatch patch = base_patch(config_.ecmp);
+  if (!channel_.call([this, r, patch](transport::Nanos now) {
+        r->at = now;
+        node_->load_timeline(emulator::Timeline{});
+        if (auto e = node_->fabric().apply(emulator::LinkSelector{}, patch, now)) r->error = *e;
+      }))
+    return "fabric worker did not answer within 5 s";
+  *at = r->at;
+  *links_changed = r->error.empty() ? count_selected({}) : 0;
+  return r->error;
+}
+
+std::string FabricRuntime::load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base) {
+  struct Result {
+    std::string error;
+    transport::Nanos base = 0;
+  };
+  auto r = std::make_shared<Result>();
+  auto evs = std::make_shared<std::vector<emulator::TimelineEvent>>(std::move(events));
+  if (!channel_.call([this, r, evs](transport::Nanos now) {
+        r->base = now;
+        emulator::Timeline t;
+        for (const auto& e : *evs) t.set(now + e.at_ns, e.selector, e.patch, e.label);
+        if (auto err = t.validate(node_->fabric().config())) {
+          r->error = *err;
+          return;
+        }
+        node_->load_timeline(std::move(t));
+      }))
+    return "fabric worker did not answer within 5 s";
+  *base = r->base;
+  return r->error;
+}
+
+bool FabricRuntime::snapshot(FabricSnapshot* out) {
+  auto snap = std::make_shared<FabricSnapshot>();
+  const bool ok = channel_.call([this, snap](transport::Nanos now) {
+    auto& f = node_->fabric();
+    snap->now = now;
+    for (uint32_t p = 0; p < config_.planes; ++p)
+      for (uint32_t a = 0; a < config_.hosts; ++a)
+        for (uint32_t b = 0; b < config_.hosts; ++b) {
+          if (a == b) continue;
+          for (uint32_t k = 0; k < config_.ecmp_links; ++k) {
+            emulator::Link& l = f.ecmp_link(p, a, b, k);
+            FabricLinkSnapshot s;
+            s.plane = p, s.ecmp = k, s.a = a, s.b = b;
+            s.config = l.config();
+            s.counters = l.counters();
+            s.up = l.is_up(now);
+            s.p50_ns = l.delay_histogram().percentile(0.5);
+            s.p99_ns = l.delay_histogram().percentile(0.99);
+            snap->links.push_back(s);
+          }
+        }
+    snap->counters = f.counters();
+    snap->worker = node_->stats();
+    for (const auto& port : ports_) snap->ports.emplace_back(port->name(), port->stats());
+    snap->timeline_pending = static_cast<uint32_t>(node_->timeline_pending());
+  });
+  if (ok) *out = *snap;
+  return ok;
+}
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,71 @@
+// The fabric role: the emulator as a bump in the wire (datapath::FabricNode)
+// between the ports facing each host on each plane, on one worker thread.
+// Link changes, timelines and reads go through WorkerChannel commands and are
+// applied at the node's own clock, between two iterations.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metaroce/daemon/config.h"
+#include "metaroce/datapath/port.h"
+#include "metaroce/datapath/worker.h"
+#include "metaroce/emulator/timeline.h"
+#include "worker_channel.h"
+
+namespace metaroce::daemon {
+
+struct FabricLinkSnapshot {
+  uint32_t plane = 0, ecmp = 0, a = 0, b = 0;  // directed a -> b
+  emulator::LinkConfig config;
+  emulator::LinkCounters counters;
+  bool up = true;
+  int64_t p50_ns = 0, p99_ns = 0;
+};
+
+struct FabricSnapshot {
+  transport::Nanos now = 0;
+  std::vector<FabricLinkSnapshot> links;
+  emulator::FabricCounters counters;
+  datapath::WorkerStats worker;
+  std::vector<std::pair<std::string, datapath::PortStats>> ports;  // name, stats
+  uint32_t timeline_pending = 0;
+};
+
+class FabricRuntime {
+ public:
+  static std::unique_ptr<FabricRuntime> start(const FabricSection& config, const std::string& daemon_name,
+                                              std::string* error);
+  ~FabricRuntime();
+
+  const FabricSection& config() const { return config_; }
+  // Applies a change on the worker at the node's current time. Returns the
+  // emulator's validation error ("" on success); *at gets the fabric time.
+  std::string apply(const emulator::LinkSelector& sel, const emulator::LinkPatch& patch, transport::Nanos* at,
+                    uint32_t* links_changed);
+  // Back to the configured base settings, every link up, no timeline.
+  std::string reset(transport::Nanos* at, uint32_t* links_changed);
+  // Events with at_ns relative to now; *base gets the fabric time they are relative to.
+  std::string load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base);
+  bool snapshot(FabricSnapshot* out);
+  void stop();
+
+  // Number of ECMP links a selector picks (for reporting), computed from the config.
+  uint32_t count_selected(const emulator::LinkSelector& sel) const;
+
+ private:
+  explicit FabricRuntime(const FabricSection& config) : config_(config) {}
+  FabricSection config_;
+  std::vector<std::unique_ptr<datapath::Port>> ports_;
+  std::unique_ptr<datapath::FabricNode> node_;
+  WorkerChannel channel_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+emulator::LinkPatch base_patch(const emulator::LinkConfig& c);
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,223 @@
+#include "services.h"
+
+#include <thread>
+
+namespace metaroce::daemon {
+namespace {
+
+const grpc::Status kUnauthenticated{grpc::StatusCode::UNAUTHENTICATED,
+                                    "authorization: missing or wrong bearer token (metadata 'authorization: Bearer <token>')"};
+
+#define METAROCE_AUTH(ctx) \
+  if (!core_.authorized(ctx)) return kUnauthenticated
+
+class DaemonService final : public v1::Daemon::Service {
+ public:
+  explicit DaemonService(DaemonCore& core) : core_(core) {}
+  grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*, v1::DaemonInfo* out) override {
+    METAROCE_AUTH(ctx);
+    core_.info(out);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetConfig(grpc::ServerContext* ctx, const v1::GetConfigRequest*, v1::DaemonConfig* out) override {
+    METAROCE_AUTH(ctx);
+    out->set_yaml(daemon_config_yaml(core_.config()));
+    out->set_json(daemon_config_json(core_.config()));
+    return grpc::Status::OK;
+  }
+  grpc::Status ListPorts(grpc::ServerContext* ctx, const v1::ListPortsRequest*, v1::ListPortsResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.ports(out);
+  }
+  grpc::Status GetCounters(grpc::ServerContext* ctx, const v1::GetCountersRequest*, v1::Counters* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.counters(out);
+  }
+  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
+                     grpc::ServerWriter<v1::WatchEvent>* writer) override {
+    METAROCE_AUTH(ctx);
+    int64_t interval = req->interval_ns() == 0 ? 1'000'000'000 : req->interval_ns();
+    if (interval < 10'000'000 || interval > 60'000'000'000)
+      return invalid("interval_ns", "must be in [10 ms, 60 s] = [10000000, 60000000000] (got " + std::to_string(interval) + ")");
+    const std::vector<uint64_t> ids(req->job_ids().begin(), req->job_ids().end());
+    auto next = std::chrono::steady_clock::now();
+    while (!ctx->IsCancelled()) {
+      next += std::chrono::nanoseconds(interval);
+      v1::WatchEvent ev;
+      ev.set_time_ns(core_.uptime_ns());
+      if (req->counters()) core_.counters(ev.mutable_counters());
+      std::vector<v1::JobProgress> jobs;
+      core_.running_progress(ids, &jobs);
+      for (auto& j : jobs) *ev.add_jobs() = std::move(j);
+      if (!writer->Write(ev)) break;
+      // Sleeps in small steps so a cancelled stream ends promptly.
+      while (std::chrono::steady_clock::now() < next && !ctx->IsCancelled())
+        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(50),
+                                                                       next - std::chrono::steady_clock::now()));
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+class ConnectionsService final : public v1::Connections::Service {
+ public:
+  explicit ConnectionsService(DaemonCore& core) : core_(core) {}
+  grpc::Status Create(grpc::ServerContext* ctx, const v1::CreateConnectionRequest* req, v1::ConnectionInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.create_connection(*req, 0, 0, out);
+  }
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListConnectionsRequest*, v1::ListConnectionsResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.list_connections(out);
+  }
+  grpc::Status Get(grpc::ServerContext* ctx, const v1::GetConnectionRequest* req, v1::ConnectionInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.get_connection(req->id(), out);
+  }
+  grpc::Status Delete(grpc::ServerContext* ctx, const v1::DeleteConnectionRequest* req,
+                      v1::DeleteConnectionResponse* out) override {
+    METAROCE_AUTH(ctx);
+    bool released = false;
+    grpc::Status s = core_.delete_connection(req->id(), &released);
+    out->set_peer_released(released);
+    return s;
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+class PeerService final : public v1::Peer::Service {
+ public:
+  explicit PeerService(DaemonCore& core) : core_(core) {}
+  grpc::Status Accept(grpc::ServerContext* ctx, const v1::AcceptRequest* req, v1::AcceptResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.accept(*req, out);
+  }
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req, v1::ReleaseResponse*) override {
+    METAROCE_AUTH(ctx);
+    return core_.release(req->responder_id());
+  }
+  grpc::Status Verify(grpc::ServerContext* ctx, const v1::VerifyRequest* req, v1::VerifyResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.verify(*req, out);
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+class MemoryService final : public v1::Memory::Service {
+ public:
+  explicit MemoryService(DaemonCore& core) : core_(core) {}
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListRegionsRequest*, v1::ListRegionsResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.list_regions(out);
+  }
+  grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRegionRequest* req, v1::RegionInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.register_region(*req, out);
+  }
+  grpc::Status Deregister(grpc::ServerContext* ctx, const v1::DeregisterRegionRequest* req,
+                          v1::DeregisterRegionResponse*) override {
+    METAROCE_AUTH(ctx);
+    return core_.deregister_region(req->key());
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+class FabricService final : public v1::Fabric::Service {
+ public:
+  explicit FabricService(DaemonCore& core) : core_(core) {}
+  grpc::Status Show(grpc::ServerContext* ctx, const v1::ShowFabricRequest*, v1::FabricState* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_show(out);
+  }
+  grpc::Status Set(grpc::ServerContext* ctx, const v1::SetLinksRequest* req, v1::SetLinksResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_set(req->selector(), req->patch(), out);
+  }
+  grpc::Status Down(grpc::ServerContext* ctx, const v1::LinkStateRequest* req, v1::SetLinksResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_up_down(req->selector(), false, out);
+  }
+  grpc::Status Up(grpc::ServerContext* ctx, const v1::LinkStateRequest* req, v1::SetLinksResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_up_down(req->selector(), true, out);
+  }
+  grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetFabricRequest*, v1::SetLinksResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_reset(out);
+  }
+  grpc::Status LoadTimeline(grpc::ServerContext* ctx, const v1::LoadTimelineRequest* req,
+                            v1::LoadTimelineResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.fabric_timeline(*req, out);
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+class TrafficService final : public v1::Traffic::Service {
+ public:
+  explicit TrafficService(DaemonCore& core) : core_(core) {}
+  grpc::Status Start(grpc::ServerContext* ctx, const v1::StartJobRequest* req, v1::JobInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.start_job(req->spec(), out);
+  }
+  grpc::Status Stop(grpc::ServerContext* ctx, const v1::StopJobRequest* req, v1::JobInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.stop_job(req->id(), out);
+  }
+  grpc::Status Get(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.get_job(req->id(), out);
+  }
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* out) override {
+    METAROCE_AUTH(ctx);
+    return core_.list_jobs(out);
+  }
+  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                     grpc::ServerWriter<v1::JobProgress>* writer) override {
+    METAROCE_AUTH(ctx);
+    size_t seen = 0;
+    std::atomic<bool> cancelled{false};
+    for (;;) {
+      std::vector<v1::JobProgress> events;
+      bool ended = false;
+      cancelled = ctx->IsCancelled();
+      if (!core_.wait_job(req->id(), seen, &events, &ended, cancelled)) {
+        if (seen == 0) return {grpc::StatusCode::NOT_FOUND, "id: no job " + std::to_string(req->id())};
+        return grpc::Status::OK;
+      }
+      for (const auto& e : events)
+        if (!writer->Write(e)) return grpc::Status::OK;
+      seen += events.size();
+      if (ended || ctx->IsCancelled()) return grpc::Status::OK;
+    }
+  }
+
+ private:
+  DaemonCore& core_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<grpc::Service>> make_services(DaemonCore& core) {
+  std::vector<std::unique_ptr<grpc::Service>> s;
+  s.push_back(std::make_unique<DaemonService>(core));
+  s.push_back(std::make_unique<ConnectionsService>(core));
+  s.push_back(std::make_unique<PeerService>(core));
+  s.push_back(std::make_unique<MemoryService>(core));
+  s.push_back(std::make_unique<FabricService>(core));
+  s.push_back(std::make_unique<TrafficService>(core));
+  return s;
+}
+
+}  // namespace metaroce::daemon

@@ -1,0 +1,137 @@
+// metaroced configuration: defaults, the lab shortcut, and one clear error
+// (key, line, allowed values) for every kind of bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "metaroce/daemon/config.h"
+#include "metaroce/lab/config.h"
+
+namespace md = metaroce::daemon;
+
+namespace {
+
+std::string parse_error(const std::string& yaml) {
+  std::string err;
+  auto c = md::parse_daemon_yaml(yaml, "t.yaml", &err);
+  EXPECT_FALSE(c.has_value()) << yaml;
+  return err;
+}
+
+const char* kEndpoint = R"(
+role: endpoint
+endpoint:
+  interfaces: [p0, p1]
+  address: 10.1.0.1
+  mac: 02:00:0a:01:00:01
+)";
+
+}  // namespace
+
+TEST(DaemonConfig, EndpointDefaults) {
+  std::string err;
+  auto c = md::parse_daemon_yaml(kEndpoint, "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->role, md::DaemonRole::kEndpoint);
+  ASSERT_TRUE(c->endpoint);
+  EXPECT_FALSE(c->fabric);
+  EXPECT_EQ(c->endpoint->datapath, "afxdp");
+  EXPECT_EQ(c->endpoint->interfaces.size(), 2u);
+  EXPECT_EQ(c->endpoint->udp_port, 4794);
+  EXPECT_EQ(c->control.unix_socket, "/run/metaroce/metaroced.sock");
+  EXPECT_EQ(c->control.unix_mode, 0660u);
+  EXPECT_EQ(md::validate_daemon_config(*c, false), "");
+  // The effective config round-trips through YAML.
+  auto again = md::parse_daemon_yaml(md::daemon_config_yaml(*c), "again.yaml", &err);
+  ASSERT_TRUE(again) << err << "\n" << md::daemon_config_yaml(*c);
+  EXPECT_EQ(md::daemon_config_json(*again), md::daemon_config_json(*c));
+}
+
+TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
+  EXPECT_EQ(parse_error("role: router\n"), "t.yaml:1: role: must be one of endpoint, fabric, both (got 'router')");
+  EXPECT_NE(parse_error("name: x\n").find("role: is required"), std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  datapath: xdp\n")
+                .find("t.yaml:7: endpoint.datapath: must be one of afxdp, dpdk, udp (got 'xdp')"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  udp_port: 70000\n")
+                .find("endpoint.udp_port: must be an integer in [1, 65535] (got '70000')"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  frame_size: 9000\n").find("endpoint.frame_size: must be an integer in [1024, 3840]"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  min_rto_ns: 5s\n").find("endpoint.min_rto_ns: must be a duration"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  adress: 1.2.3.4\n").find("endpoint.adress: unknown key"), std::string::npos);
+  EXPECT_NE(parse_error("role: endpoint\nendpoint:\n  address: 300.1.1.1\n").find("endpoint.address: must be an IPv4"),
+            std::string::npos);
+  EXPECT_NE(parse_error("role: endpoint\n").find("endpoint.interfaces: is required"), std::string::npos);
+  EXPECT_NE(parse_error("role: fabric\nendpoint: {}\n").find("endpoint: is only allowed with role endpoint or both"),
+            std::string::npos);
+  EXPECT_NE(parse_error("role: [\n").find("YAML"), std::string::npos);
+  EXPECT_NE(parse_error("").find("empty configuration"), std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "control:\n  unix_mode: 0999\n").find("control.unix_mode"), std::string::npos);
+  EXPECT_NE(parse_error("role: fabric\nfabric:\n  planes: 2\n  hosts: 2\n  interfaces: [[a, b]]\n  host_macs: [02:00:00:00:00:01, 02:00:00:00:00:02]\n")
+                .find("fabric.interfaces: must list 2 planes (got 1)"),
+            std::string::npos);
+  EXPECT_NE(parse_error("role: fabric\nfabric:\n  planes: 1\n  interfaces: [[a, b]]\n  host_macs: [02:00:00:00:00:01, 02:00:00:00:00:02]\n  ecmp:\n    loss_probability: 1.5\n")
+                .find("fabric.ecmp.loss_probability: must be a number in [0, 1] (got '1.5')"),
+            std::string::npos);
+}
+
+TEST(DaemonConfig, TcpNeedsTlsOrExplicitInsecureOnLoopback) {
+  std::string err;
+  auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  tcp: 0.0.0.0:50051\n", "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_NE(md::validate_daemon_config(*c, false).find("refusing plain TCP on the non-loopback address"), std::string::npos);
+  EXPECT_NE(md::validate_daemon_config(*c, true).find("refusing plain TCP"), std::string::npos);  // even with --insecure
+  c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  tcp: 127.0.0.1:50051\n", "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_NE(md::validate_daemon_config(*c, false).find("needs TLS"), std::string::npos);
+  EXPECT_EQ(md::validate_daemon_config(*c, true), "");
+  c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  tcp: 0.0.0.0:50051\n  tls: {cert: /nonexistent.pem, key: /nonexistent.key}\n",
+                            "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_NE(md::validate_daemon_config(*c, false).find("no such file '/nonexistent.pem'"), std::string::npos);
+  EXPECT_TRUE(md::is_loopback_listen("127.0.0.1:1"));
+  EXPECT_TRUE(md::is_loopback_listen("localhost:1"));
+  EXPECT_TRUE(md::is_loopback_listen("[::1]:1"));
+  EXPECT_FALSE(md::is_loopback_listen("10.0.0.1:1"));
+  EXPECT_FALSE(md::is_loopback_listen("0.0.0.0:1"));
+}
+
+TEST(DaemonConfig, LabShortcutDerivesInterfacesAndAddresses) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mrcfg" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "lab.yaml") << "name: cfgt\nhosts: 3\nplanes: 2\n";
+  std::ofstream(dir / "h1.yaml") << "role: endpoint\nlab: {file: lab.yaml, host: 1}\n";
+  std::ofstream(dir / "fab.yaml") << "role: fabric\nlab: {file: lab.yaml, fabric: true}\n";
+  std::ofstream(dir / "bad.yaml") << "role: endpoint\nlab: {file: lab.yaml, host: 3}\n";
+  std::string err;
+  auto h1 = md::load_daemon_file((dir / "h1.yaml").string(), &err);
+  ASSERT_TRUE(h1) << err;
+  EXPECT_EQ(h1->endpoint->interfaces, (std::vector<std::string>{"p0", "p1"}));
+  std::string lab_err;
+  auto lab = metaroce::lab::load_lab_file((dir / "lab.yaml").string(), &lab_err);
+  ASSERT_TRUE(lab) << lab_err;
+  EXPECT_EQ(h1->endpoint->ip, metaroce::lab::host_ip(*lab, 1, 0));
+  EXPECT_EQ(h1->endpoint->mac, metaroce::lab::host_mac(*lab, 1, 0));
+  auto fab = md::load_daemon_file((dir / "fab.yaml").string(), &err);
+  ASSERT_TRUE(fab) << err;
+  EXPECT_EQ(fab->fabric->hosts, 3u);
+  EXPECT_EQ(fab->fabric->interfaces[1][2], "h2p1");
+  EXPECT_EQ(fab->fabric->host_macs[2], metaroce::lab::host_mac(*lab, 2, 0));
+  EXPECT_FALSE(md::load_daemon_file((dir / "bad.yaml").string(), &err));
+  EXPECT_NE(err.find("lab.host: must be an integer in [0, 2] (got '3')"), std::string::npos) << err;
+  EXPECT_FALSE(md::load_daemon_file((dir / "missing.yaml").string(), &err));
+  EXPECT_NE(err.find("cannot read"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DaemonConfig, ShippedConfigsAreValid) {
+  for (const char* f : {"lab-h0.yaml", "lab-h1.yaml", "lab-fabric.yaml", "example.yaml"}) {
+    std::string err;
+    auto c = md::load_daemon_file(std::string(METAROCE_SOURCE_DIR) + "/configs/daemon/" + f, &err);
+    ASSERT_TRUE(c) << f << ": " << err;
+    EXPECT_EQ(md::validate_daemon_config(*c, false), "") << f;
+  }
+}
