@@ -1,0 +1,505 @@
+// End to end: metaroced daemons in a netns lab (two AF_XDP endpoint hosts and
+// an AF_XDP fabric node between them), driven only through metarocectl, as an
+// operator would. Each test runs in its own process (ctest), with its own
+// uniquely named lab, temp directory and daemons, all removed at the end.
+// Needs root, netns and AF_XDP; otherwise every test prints SKIPPED with why.
+// The TLS/TCP test uses the unprivileged UDP datapath on loopback and runs anywhere.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metaroce/datapath/port.h"
+#include "metaroce/lab/config.h"
+#include "metaroce/lab/ops.h"
+
+namespace fs = std::filesystem;
+namespace ml = metaroce::lab;
+using nlohmann::json;
+
+namespace {
+
+struct Ctl {
+  int status = -1;
+  std::string out, err;
+  json j() const {
+    try {
+      return json::parse(out);
+    } catch (...) {
+      return json();
+    }
+  }
+};
+
+std::string skip_reason() {
+  if (geteuid() != 0) return "needs root (network namespaces, AF_XDP)";
+  if (ml::run_command({"ip", "-V"}).status != 0) return "needs iproute2";
+  const auto kinds = metaroce::datapath::supported_port_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "afxdp") == kinds.end()) return "AF_XDP support was not built";
+  const std::string probe = "mrdprobe" + std::to_string(getpid());
+  if (ml::run_command({"ip", "netns", "add", probe}).status != 0) return "cannot create network namespaces here";
+  ml::run_command({"ip", "netns", "del", probe});
+  return {};
+}
+
+// A daemon process: `ip netns exec NS metaroced --config FILE`, output to a log file.
+struct Daemon {
+  pid_t pid = -1;
+  std::string log;
+  std::string socket;
+};
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits (bounded) for a process to exit; its exit status or -1 on timeout/signal.
+int wait_exit(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    int st = 0;
+    const pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (r < 0 || std::chrono::steady_clock::now() > until) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class Lab {
+ public:
+  static constexpr uint32_t kPlanes = 2;
+
+  Lab() : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 9000\n";
+    std::ofstream(dir_ / "token") << "s3cret-" << getpid() << "\n";
+    token_ = "s3cret-" + std::to_string(getpid());
+    std::string err;
+    auto lab = ml::load_lab_file((dir_ / "lab.yaml").string(), &err);
+    if (!lab) throw std::runtime_error(err);
+    lab_ = *lab;
+    ml::UpReport report;
+    if (!ml::lab_up(lab_, ml::Ip(), &report, &err)) throw std::runtime_error("lab up: " + err);
+    for (uint32_t h = 0; h < 2; ++h) {
+      const std::string cfg = (dir_ / ("h" + std::to_string(h) + ".yaml")).string();
+      std::ofstream(cfg) << "name: h" << h << "\nrole: endpoint\nlab: {file: lab.yaml, host: " << h
+                         << "}\ncontrol:\n  unix_socket: h" << h << ".sock\n  token_file: token\n"
+                         << "endpoint:\n  datapath: afxdp\n  xdp_mode: skb\n  frame_size: 2048\n  mtu_payload: 1024\n"
+                         << "  min_rto_ns: 2ms\n";
+    }
+    std::ofstream(dir_ / "fab.yaml") << "name: fab\nrole: fabric\nlab: {file: lab.yaml, fabric: true}\n"
+                                     << "control:\n  unix_socket: fab.sock\n  token_file: token\n"
+                                     << "metrics: {listen: 127.0.0.1:9464}\n"
+                                     << "fabric:\n  datapath: afxdp\n  ecmp_links: 2\n  seed: 7\n"
+                                     << "  port: {rate_bps: 10e9, prop_delay_ns: 0}\n"
+                                     << "  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us, loss_probability: 0.01}\n";
+    start("fab", ml::fabric_netns(name_));
+    start("h0", ml::host_netns(name_, 0));
+    start("h1", ml::host_netns(name_, 1));
+  }
+
+  ~Lab() {
+    shutdown();
+    std::string err;
+    std::vector<std::string> removed;
+    ml::lab_down(name_, ml::Ip(), &removed, &err);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void start(const std::string& who, const std::string& netns) {
+    Daemon d;
+    d.log = (dir_ / (who + ".log")).string();
+    d.socket = "unix://" + (dir_ / (who + ".sock")).string();
+    d.pid = spawn({"ip", "netns", "exec", netns, METAROCED_PATH, "--config", (dir_ / (who + ".yaml")).string()}, d.log);
+    daemons_[who] = d;
+    // Ready when it answers (bounded; a daemon that exits early fails at once).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      if (ctl(who, {"status"}).status == 0) return;
+      int st = 0;
+      if (waitpid(d.pid, &st, WNOHANG) == d.pid) {
+        daemons_[who].pid = -1;
+        throw std::runtime_error(who + " exited at start:\n" + slurp(d.log));
+      }
+      if (std::chrono::steady_clock::now() > until) throw std::runtime_error(who + " not ready in 30 s:\n" + slurp(d.log));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // SIGTERM every daemon; their exit statuses by name.
+  std::map<std::string, int> shutdown() {
+    std::map<std::string, int> rcs;
+    for (auto& [who, d] : daemons_)
+      if (d.pid > 0) kill(d.pid, SIGTERM);
+    for (auto& [who, d] : daemons_)
+      if (d.pid > 0) {
+        rcs[who] = wait_exit(d.pid, std::chrono::seconds(30));
+        if (rcs[who] < 0) kill(d.pid, SIGKILL), waitpid(d.pid, nullptr, 0);
+        d.pid = -1;
+      }
+    return rcs;
+  }
+
+  Ctl ctl(const std::string& who, std::vector<std::string> args, bool with_token = true) const {
+    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", server(who)};
+    if (with_token) argv.insert(argv.end(), {"--token", token_});
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = ml::run_command(argv);
+    return {r.status, r.out, r.err};
+  }
+  std::string server(const std::string& who) const { return daemons_.at(who).socket; }
+  std::string log(const std::string& who) const { return slurp(daemons_.at(who).log); }
+  const std::string& name() const { return name_; }
+  const std::string& token() const { return token_; }
+  fs::path dir() const { return dir_; }
+
+  // Starts a job on h0 towards h1 and waits for its result (JobInfo JSON).
+  json run_job(std::vector<std::string> args) const {
+    std::vector<std::string> a = {"-o", "json", "traffic", "start", "--peer", server("h1")};
+    a.insert(a.end(), args.begin(), args.end());
+    const Ctl start = ctl("h0", a);
+    EXPECT_EQ(start.status, 0) << start.err << start.out;
+    const json info = start.j();
+    if (!info.contains("id")) return json();
+    const std::string id = info["id"].is_string() ? info["id"].get<std::string>() : std::to_string(info["id"].get<uint64_t>());
+    const Ctl watch = ctl("h0", {"traffic", "watch", id});
+    const Ctl result = ctl("h0", {"-o", "json", "traffic", "result", id});
+    EXPECT_EQ(result.status, 0) << result.err;
+    return result.j();
+  }
+
+ private:
+  std::string name_;
+  fs::path dir_;
+  std::string token_;
+  ml::LabConfig lab_;
+  std::map<std::string, Daemon> daemons_;
+};
+
+uint64_t num(const json& j) {
+  if (j.is_string()) return std::stoull(j.get<std::string>());
+  if (j.is_number()) return j.get<uint64_t>();
+  return 0;
+}
+
+#define NEED_LAB()                                   \
+  if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r
+
+}  // namespace
+
+TEST(DaemonE2E, StatusPortsAndConfig) {
+  NEED_LAB();
+  Lab lab;
+  const Ctl st = lab.ctl("h0", {"-o", "json", "status"});
+  ASSERT_EQ(st.status, 0) << st.err;
+  EXPECT_EQ(st.j()["name"], "h0");
+  EXPECT_EQ(st.j()["role"], "ROLE_ENDPOINT");
+  EXPECT_EQ(st.j()["planes"], Lab::kPlanes);
+  const Ctl ports = lab.ctl("h0", {"-o", "json", "port", "list"});
+  ASSERT_EQ(ports.status, 0) << ports.err;
+  ASSERT_EQ(ports.j()["ports"].size(), Lab::kPlanes);
+  EXPECT_EQ(ports.j()["ports"][0]["kind"], "afxdp");
+  const Ctl fports = lab.ctl("fab", {"port", "list"});
+  EXPECT_EQ(fports.status, 0) << fports.err;
+  EXPECT_NE(fports.out.find("h1p1"), std::string::npos) << fports.out;
+  const Ctl cfg = lab.ctl("h0", {"config"});
+  EXPECT_EQ(cfg.status, 0);
+  EXPECT_NE(cfg.out.find("datapath: afxdp"), std::string::npos) << cfg.out;
+  // The same counters over gRPC and at /metrics (fabric namespace, loopback).
+  const Ctl counters = lab.ctl("fab", {"counters", "--filter", "link_packets_in"});
+  EXPECT_EQ(counters.status, 0) << counters.err;
+  const auto metrics = ml::run_command({"ip", "netns", "exec", ml::fabric_netns(lab.name()), "bash", "-c",
+                                        "exec 3<>/dev/tcp/127.0.0.1/9464; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"});
+  EXPECT_NE(metrics.out.find("# TYPE metaroce_link_packets_in_total counter"), std::string::npos) << metrics.out.substr(0, 500);
+}
+
+TEST(DaemonE2E, WriteJobUnderOnePercentLossIsVerified) {
+  NEED_LAB();
+  Lab lab;
+  const json r = lab.run_job({"--op", "write", "--size", "16K", "--duration", "2s", "--paths", "4", "--queue-depth", "16",
+                              "--interval", "500ms"});
+  ASSERT_TRUE(r.is_object()) << lab.log("h0");
+  EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r.dump(2) << lab.log("h0");
+  EXPECT_TRUE(r["result"]["verified"].get<bool>()) << r["result"]["verification"];
+  EXPECT_EQ(r["result"]["verification"], "passed");
+  ASSERT_EQ(r["result"]["bandwidth"].size(), 1u);
+  EXPECT_GT(num(r["result"]["bandwidth"][0]["iterations"]), 50u);
+  EXPECT_GT(r["result"]["bandwidth"][0]["average_bps"].get<double>(), 0.0);
+  EXPECT_GT(num(r["result"]["retransmits"]), 0u) << "1% loss must show as retransmits";
+  EXPECT_GE(r["result"]["intervals"].size(), 3u);
+  EXPECT_EQ(r["result"]["paths"].size(), 4u);
+  // The human output: perftest's table header.
+  const Ctl run = lab.ctl("h0", {"traffic", "run", "--peer", lab.server("h1"), "--op", "write", "--size", "4K",
+                                 "--iterations", "200"});
+  EXPECT_EQ(run.status, 0) << run.err << run.out;
+  EXPECT_NE(run.out.find("#bytes"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("BW average[Gb/sec]"), std::string::npos) << run.out;
+}
+
+TEST(DaemonE2E, EveryOperationAndASizeSweepAreVerified) {
+  NEED_LAB();
+  Lab lab;
+  for (const char* op : {"write_imm", "read", "send", "fetch_add", "cmp_swap"}) {
+    std::vector<std::string> args = {"--op", op, "--iterations", "300", "--streams", "2"};
+    if (std::string(op).find('_') == std::string::npos || std::string(op) == "write_imm")
+      args.insert(args.end(), {"--size", "8K"});
+    const json r = lab.run_job(args);
+    ASSERT_TRUE(r.is_object()) << op;
+    EXPECT_EQ(r["state"], "JOB_STATE_DONE") << op << ": " << r["error"] << r["result"]["verification"];
+    EXPECT_TRUE(r["result"]["verified"].get<bool>()) << op << ": " << r["result"]["verification"];
+    EXPECT_EQ(num(r["result"]["bandwidth"][0]["iterations"]), 300u) << op << ": iterations count per connection";
+  }
+  const json sweep = lab.run_job({"--op", "write", "--sizes", "512,4K,32K", "--iterations", "200"});
+  ASSERT_TRUE(sweep.is_object());
+  EXPECT_EQ(sweep["state"], "JOB_STATE_DONE") << sweep["result"]["verification"];
+  ASSERT_EQ(sweep["result"]["bandwidth"].size(), 3u);
+  EXPECT_EQ(num(sweep["result"]["bandwidth"][2]["message_bytes"]), 32768u);
+  EXPECT_EQ(sweep["result"]["latency"].size(), 3u);
+}
+
+TEST(DaemonE2E, RoceV2BaselineThroughTheSameFabric) {
+  NEED_LAB();
+  Lab lab;
+  const json r = lab.run_job({"--transport", "rocev2", "--op", "write", "--size", "8K", "--iterations", "400",
+                              "--connections", "2"});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r["error"];
+  EXPECT_TRUE(r["result"]["verified"].get<bool>()) << r["result"]["verification"];
+  const Ctl bad = lab.ctl("h0", {"traffic", "start", "--peer", lab.server("h1"), "--transport", "rocev2", "--op", "read"});
+  EXPECT_EQ(bad.status, 3);
+  EXPECT_NE(bad.err.find("INVALID_ARGUMENT"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("not supported by rocev2"), std::string::npos) << bad.err;
+}
+
+TEST(DaemonE2E, FabricChangesTakeEffectMidJob) {
+  NEED_LAB();
+  Lab lab;
+  const Ctl start = lab.ctl("h0", {"-o", "json", "traffic", "start", "--peer", lab.server("h1"), "--op", "write", "--size",
+                                   "16K", "--duration", "4s", "--paths", "4", "--interval", "250ms"});
+  ASSERT_EQ(start.status, 0) << start.err;
+  const std::string id = std::to_string(num(start.j()["id"]));
+  // Wait (bounded) until the job runs, then take plane 1 down for a second.
+  for (int i = 0; i < 200; ++i) {
+    const json j = lab.ctl("h0", {"-o", "json", "traffic", "result", id}).j();
+    if (j.is_object() && j["state"] == "JOB_STATE_RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const Ctl down = lab.ctl("fab", {"-o", "json", "fabric", "down", "--plane", "1"});
+  ASSERT_EQ(down.status, 0) << down.err;
+  EXPECT_EQ(num(down.j()["links_changed"]), 4u) << down.out;  // 2 ECMP links x 2 directions
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const Ctl show = lab.ctl("fab", {"-o", "json", "fabric", "show"});
+  ASSERT_EQ(show.status, 0);
+  const json shown = show.j();  // kept: a range-for over a temporary's member would dangle
+  uint64_t link_down_drops = 0;
+  for (const auto& l : shown["links"])
+    if (num(l["plane"]) == 1) link_down_drops += num(l["drops_link_down"]);
+  EXPECT_GT(link_down_drops, 0u) << "plane 1 was down while the job sent on it\n" << show.out;
+  ASSERT_EQ(lab.ctl("fab", {"fabric", "up", "--plane", "1"}).status, 0);
+  ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--plane", "0", "--loss", "5%"}).status, 0);
+  lab.ctl("h0", {"traffic", "watch", id});
+  const json r = lab.ctl("h0", {"-o", "json", "traffic", "result", id}).j();
+  EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r["error"];
+  EXPECT_TRUE(r["result"]["verified"].get<bool>()) << r["result"]["verification"];
+  EXPECT_GT(num(r["result"]["path_state_changes"]), 0u) << "the paths on plane 1 went down and came back";
+  ASSERT_EQ(lab.ctl("fab", {"fabric", "reset"}).status, 0);
+  const json after = lab.ctl("fab", {"-o", "json", "fabric", "show"}).j();
+  for (const auto& l : after["links"]) {
+    EXPECT_TRUE(l["up"].get<bool>());
+    EXPECT_NEAR(l["loss_probability"].get<double>(), 0.01, 1e-12) << "reset returns to the configured base";
+  }
+}
+
+TEST(DaemonE2E, BadRequestsGetTheRightCodeAndTheDaemonKeepsServing) {
+  NEED_LAB();
+  Lab lab;
+  struct Case {
+    std::string who;
+    std::vector<std::string> args;
+    int rc;
+    std::string code, text;
+  };
+  const std::vector<Case> cases = {
+      {"h0", {"traffic", "start", "--peer", lab.server("h1"), "--paths", "99"}, 3, "INVALID_ARGUMENT", "params.paths"},
+      {"h0", {"traffic", "start", "--peer", lab.server("h1"), "--queue-depth", "5000"}, 3, "INVALID_ARGUMENT", "queue_depth"},
+      {"h0", {"connection", "show", "4242"}, 3, "NOT_FOUND", "no connection 4242"},
+      {"h0", {"connection", "delete", "4242"}, 3, "NOT_FOUND", "no connection 4242"},
+      {"h0", {"traffic", "result", "999"}, 3, "NOT_FOUND", "no job 999"},
+      {"h0", {"traffic", "stop", "999"}, 3, "NOT_FOUND", "no job 999"},
+      {"h0", {"memory", "deregister", "77"}, 3, "NOT_FOUND", "no operator region 77"},
+      {"h0", {"fabric", "show"}, 3, "FAILED_PRECONDITION", "no fabric"},
+      {"fab", {"connection", "list"}, 3, "FAILED_PRECONDITION", "no endpoint"},
+      {"fab", {"fabric", "set", "--plane", "9", "--loss", "1%"}, 3, "INVALID_ARGUMENT", "selector.plane"},
+      {"fab", {"fabric", "set", "--ecmp", "2", "--loss", "1%"}, 3, "INVALID_ARGUMENT", "selector.ecmp"},
+      {"fab", {"fabric", "down", "--hosts", "0,5"}, 3, "INVALID_ARGUMENT", "host"},
+  };
+  for (const auto& c : cases) {
+    const Ctl r = lab.ctl(c.who, c.args);
+    EXPECT_EQ(r.status, c.rc) << c.args[0] << " " << c.args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.code), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.text), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_EQ(lab.ctl(c.who, {"status"}).status, 0) << "still serving after " << c.args[0];
+  }
+  // A peer that does not exist: the job fails with the reason, exit code 1.
+  const Ctl dead = lab.ctl("h0", {"traffic", "run", "--peer", "unix:///nonexistent/metaroced.sock", "--iterations", "10"});
+  EXPECT_EQ(dead.status, 1) << dead.err << dead.out;
+  EXPECT_NE((dead.out + dead.err).find("nonexistent"), std::string::npos) << dead.out << dead.err;
+  // Wrong or missing token.
+  const Ctl none = lab.ctl("h0", {"status"}, false);
+  EXPECT_EQ(none.status, 4) << none.err;
+  EXPECT_NE(none.err.find("UNAUTHENTICATED"), std::string::npos) << none.err;
+  Ctl wrong;
+  {
+    const auto r = ml::run_command({METAROCECTL_PATH, "--server", lab.server("h0"), "--token", "nope", "status"});
+    wrong = {r.status, r.out, r.err};
+  }
+  EXPECT_EQ(wrong.status, 4);
+  EXPECT_NE(wrong.err.find("UNAUTHENTICATED"), std::string::npos) << wrong.err;
+  EXPECT_EQ(lab.ctl("h0", {"status"}).status, 0);
+}
+
+TEST(DaemonE2E, ShutdownDetachesXdpAndLeavesNoNamespace) {
+  NEED_LAB();
+  std::string name;
+  {
+    Lab lab;
+    name = lab.name();
+    const json r = lab.run_job({"--op", "write", "--size", "4K", "--iterations", "100"});
+    EXPECT_EQ(r["state"], "JOB_STATE_DONE");
+    // A job still running at shutdown is stopped and released.
+    ASSERT_EQ(lab.ctl("h0", {"traffic", "start", "--peer", lab.server("h1"), "--duration", "60s"}).status, 0);
+    for (const std::string& ns : std::vector<std::string>{ml::host_netns(name, 0), ml::fabric_netns(name)}) {
+      const auto links = ml::run_command({"ip", "-n", ns, "-d", "link", "show"});
+      EXPECT_NE(links.out.find("xdp"), std::string::npos) << ns << " has our XDP programs while running";
+    }
+    const auto rcs = lab.shutdown();
+    for (const auto& [who, rc] : rcs) EXPECT_EQ(rc, 0) << who << " exit status\n" << lab.log(who);
+    EXPECT_NE(lab.log("h0").find("final counters"), std::string::npos);
+    EXPECT_NE(lab.log("h0").find("XDP programs detached"), std::string::npos);
+    for (const std::string& ns : std::vector<std::string>{ml::host_netns(name, 0), ml::host_netns(name, 1), ml::fabric_netns(name)}) {
+      const auto links = ml::run_command({"ip", "-n", ns, "-d", "link", "show"});
+      EXPECT_EQ(links.out.find("prog/xdp"), std::string::npos) << ns << ":\n" << links.out;
+      EXPECT_EQ(links.out.find("xdpgeneric"), std::string::npos) << ns << ":\n" << links.out;
+    }
+    EXPECT_FALSE(fs::exists(lab.dir() / "h0.sock")) << "socket file removed";
+  }
+  std::vector<std::string> names;
+  std::string err;
+  ASSERT_TRUE(ml::list_netns(ml::Ip(), &names, &err)) << err;
+  for (const auto& n : names) EXPECT_NE(n.rfind(name + "-", 0), 0u) << n << " left behind";
+}
+
+// Unprivileged: two daemons on the UDP datapath over loopback, controlled over
+// TCP with TLS and a bearer token, plus the listening rules at start-up.
+TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
+  if (ml::run_command({"openssl", "version"}).status != 0) GTEST_SKIP() << "needs openssl to make a test certificate";
+  const fs::path dir = fs::temp_directory_path() / ("mrtls-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  ASSERT_EQ(ml::run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                             "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key,
+                             "-out", cert})
+                .status,
+            0);
+  std::ofstream(dir / "token") << "tls-token\n";
+  const int base = 20000 + getpid() % 20000;
+  auto write_cfg = [&](const std::string& name, int h, const std::string& extra) {
+    std::ofstream(dir / (name + ".yaml"))
+        << "name: " << name << "\nrole: endpoint\ncontrol:\n  unix_socket: \"\"\n  tcp: 127.0.0.1:" << base + h
+        << "\n  tls: {cert: cert.pem, key: key.pem}\n  token_file: token\n  peer_address: 127.0.0.1:" << base + h
+        << "\n  peer_tls: {ca: cert.pem, server_name: localhost}\n"
+        << "endpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1 << "\n  udp_port: "
+        << base + 100 << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n" << extra;
+  };
+  write_cfg("a", 0, "");
+  write_cfg("b", 1, "");
+  // Start-up rules: plain TCP off loopback is refused; on loopback it needs --insecure.
+  std::ofstream(dir / "open.yaml") << "role: endpoint\ncontrol: {unix_socket: \"\", tcp: 0.0.0.0:" << base + 7
+                                   << "}\nendpoint: {datapath: udp, interfaces: [lo], address: 127.0.0.1, mac: 02:00:7f:00:00:01}\n";
+  std::ofstream(dir / "plain.yaml") << "role: endpoint\ncontrol: {unix_socket: \"\", tcp: 127.0.0.1:" << base + 7
+                                    << "}\nendpoint: {datapath: udp, interfaces: [lo], address: 127.0.0.1, mac: 02:00:7f:00:00:01}\n";
+  std::ofstream(dir / "broken.yaml") << "role: endpoint\nendpoint:\n  datapath: afxdp\n  frame_size: lots\n";
+  auto check = [&](const std::string& f, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {METAROCED_PATH, "--config", (dir / f).string(), "--check-config"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return ml::run_command(argv);
+  };
+  auto r = check("open.yaml");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("refusing plain TCP on the non-loopback address"), std::string::npos) << r.err;
+  r = check("plain.yaml");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("needs TLS"), std::string::npos) << r.err;
+  EXPECT_EQ(check("plain.yaml", {"--insecure"}).status, 0);
+  r = check("broken.yaml");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("broken.yaml:4: endpoint.frame_size: must be an integer in [1024, 3840] (got 'lots')"),
+            std::string::npos)
+      << r.err;
+
+  const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
+  const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
+  auto ctl = [&](int h, std::vector<std::string> args, bool tls = true, const std::string& token = "tls-token") {
+    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", "127.0.0.1:" + std::to_string(base + h)};
+    if (tls) argv.insert(argv.end(), {"--tls", "--tls-ca", cert, "--tls-server-name", "localhost"});
+    if (!token.empty()) argv.insert(argv.end(), {"--token", token});
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto res = ml::run_command(argv);
+    return Ctl{res.status, res.out, res.err};
+  };
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = ctl(0, {"status"}).status == 0 && ctl(1, {"status"}).status == 0;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp((dir / "a.log").string()) << slurp((dir / "b.log").string());
+  EXPECT_EQ(ctl(0, {"status"}, false).status, 4) << "plaintext to a TLS port";
+  const Ctl no_token = ctl(0, {"status"}, true, "");
+  EXPECT_EQ(no_token.status, 4);
+  EXPECT_NE(no_token.err.find("UNAUTHENTICATED"), std::string::npos) << no_token.err;
+  const Ctl start = ctl(0, {"-o", "json", "traffic", "start", "--peer", "127.0.0.1:" + std::to_string(base + 1), "--op",
+                            "send", "--size", "4K", "--iterations", "300"});
+  ASSERT_EQ(start.status, 0) << start.err << slurp((dir / "a.log").string());
+  const std::string id = std::to_string(num(start.j()["id"]));
+  ctl(0, {"traffic", "watch", id});
+  const json res = ctl(0, {"-o", "json", "traffic", "result", id}).j();
+  EXPECT_EQ(res["state"], "JOB_STATE_DONE") << res.dump(2);
+  EXPECT_TRUE(res["result"]["verified"].get<bool>()) << res["result"]["verification"];
+  kill(a, SIGTERM);
+  kill(b, SIGTERM);
+  EXPECT_EQ(wait_exit(a, std::chrono::seconds(20)), 0) << slurp((dir / "a.log").string());
+  EXPECT_EQ(wait_exit(b, std::chrono::seconds(20)), 0) << slurp((dir / "b.log").string());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
