@@ -217,6 +217,7 @@ grpc::Status DaemonCore::fabric_show(v1::FabricState* out) {
     ls->set_drops_link_down(k.drops_link_down), ls->set_ecn_marks(k.ecn_marks);
     ls->set_duplicates(k.duplicates), ls->set_reorders(k.reorders), ls->set_corruptions(k.corruptions);
     ls->set_delay_p50_ns(l.p50_ns), ls->set_delay_p99_ns(l.p99_ns);
+    ls->set_bytes_out(k.bytes_out), ls->set_queue_bytes(l.backlog_bytes);
   }
   return grpc::Status::OK;
 }

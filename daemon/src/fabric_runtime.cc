@@ -173,6 +173,7 @@ bool FabricRuntime::snapshot(FabricSnapshot* out) {
             s.config = l.config();
             s.counters = l.counters();
             s.up = l.is_up(now);
+            s.backlog_bytes = l.backlog_bytes(now);
             s.p50_ns = l.delay_histogram().percentile(0.5);
             s.p99_ns = l.delay_histogram().percentile(0.99);
             snap->links.push_back(s);

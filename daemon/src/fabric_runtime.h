@@ -24,6 +24,7 @@ struct FabricLinkSnapshot {
   emulator::LinkCounters counters;
   bool up = true;
   int64_t p50_ns = 0, p99_ns = 0;
+  uint64_t backlog_bytes = 0;
 };
 
 struct FabricSnapshot {
