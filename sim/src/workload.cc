@@ -28,6 +28,7 @@ WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_h
     }
   }
   samples_.reserve(1 << 16);
+  if (cfg_.record_latency) latencies_.reserve(1 << 16);
 }
 
 void WriteWorkload::fill(uint8_t* p, uint64_t message_id) {
@@ -49,6 +50,7 @@ void WriteWorkload::post_one(Lane& lane) {
   lane.next_slot = (lane.next_slot + 1) % cfg_.slots;
   slot.busy = true;
   slot.message_id = next_message_++;
+  slot.posted_at = sim_.now();
   uint8_t* src = lane.src + static_cast<size_t>(idx) * cfg_.message_bytes;
   fill(src, slot.message_id);
   transport::WorkRequest wr;
@@ -74,36 +76,34 @@ void WriteWorkload::start() {
 void WriteWorkload::on_activity(int host) {
   if (host != src_host_) return;
   transport::Completion wc[64];
-  bool posted = false;
   size_t n;
-  while ((n = src_.poll_completions(wc)) > 0) {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t li = wc[i].wr_id >> 32;
-      const uint32_t idx = static_cast<uint32_t>(wc[i].wr_id);
-      if (li >= lanes_.size() || idx >= cfg_.slots) {
-        ++errors_;
-        continue;
-      }
-      Lane& lane = lanes_[li];
-      lane.slots[idx].busy = false;
-      if (wc[i].status != transport::WcStatus::kSuccess) {
-        ++errors_;
-        continue;
-      }
-      uint8_t* dst = lane.dst + static_cast<size_t>(idx) * cfg_.message_bytes;
-      const uint8_t* src = lane.src + static_cast<size_t>(idx) * cfg_.message_bytes;
-      if (std::memcmp(dst, src, cfg_.message_bytes) != 0) ++verify_failures_;
-      std::memset(dst, 0xEE, cfg_.message_bytes);
-      bytes_ += cfg_.message_bytes;
-      ++messages_;
-      samples_.push_back({sim_.now(), bytes_});
-      if (!stopped_) {
-        post_one(lane);
-        posted = true;
-      }
-    }
+  while ((n = src_.poll_completions(wc)) > 0)
+    for (size_t i = 0; i < n; ++i) on_completion(wc[i]);
+  // The simulator services the host right after this hook.
+}
+
+void WriteWorkload::on_completion(const transport::Completion& wc) {
+  const size_t li = wc.wr_id >> 32;
+  const uint32_t idx = static_cast<uint32_t>(wc.wr_id);
+  if (li >= lanes_.size() || idx >= cfg_.slots) {
+    ++errors_;
+    return;
   }
-  (void)posted;  // the simulator services the host right after this hook
+  Lane& lane = lanes_[li];
+  lane.slots[idx].busy = false;
+  if (wc.status != transport::WcStatus::kSuccess) {
+    ++errors_;
+    return;
+  }
+  uint8_t* dst = lane.dst + static_cast<size_t>(idx) * cfg_.message_bytes;
+  const uint8_t* src = lane.src + static_cast<size_t>(idx) * cfg_.message_bytes;
+  if (std::memcmp(dst, src, cfg_.message_bytes) != 0) ++verify_failures_;
+  std::memset(dst, 0xEE, cfg_.message_bytes);
+  bytes_ += cfg_.message_bytes;
+  ++messages_;
+  samples_.push_back({sim_.now(), bytes_});
+  if (cfg_.record_latency) latencies_.push_back(sim_.now() - lane.slots[idx].posted_at);
+  if (!stopped_) post_one(lane);
 }
 
 uint64_t WriteWorkload::bytes_between(Nanos from, Nanos to) const {

@@ -22,6 +22,7 @@ struct WriteWorkloadConfig {
   uint16_t streams = 1;      // streams used per connection
   uint32_t slots = 64;       // buffers per connection and stream (>= depth)
   uint64_t seed = 1;
+  bool record_latency = false;  // keep every message's post-to-completion time (latencies())
 };
 
 struct Sample {
@@ -38,6 +39,9 @@ class WriteWorkload {
   void stop() { stopped_ = true; }
   // Hook for Simulator::on_host_activity.
   void on_activity(int host);
+  // One completion of this workload's connections, for a caller that polls an
+  // endpoint shared by several workloads itself (dispatching by wc.conn).
+  void on_completion(const transport::Completion& wc);
 
   uint64_t bytes_completed() const { return bytes_; }
   uint64_t messages_completed() const { return messages_; }
@@ -47,10 +51,14 @@ class WriteWorkload {
   const std::vector<Sample>& samples() const { return samples_; }
   // Payload bytes completed in [from, to).
   uint64_t bytes_between(Nanos from, Nanos to) const;
+  // Post-to-completion time of every successful message, in completion order
+  // (empty unless cfg.record_latency).
+  const std::vector<Nanos>& latencies() const { return latencies_; }
 
  private:
   struct Slot {
     uint64_t message_id = 0;
+    Nanos posted_at = 0;
     bool busy = false;
   };
   struct Lane {  // one (connection, stream)
@@ -75,6 +83,7 @@ class WriteWorkload {
   uint64_t next_message_ = 1;
   uint64_t bytes_ = 0, messages_ = 0, verify_failures_ = 0, errors_ = 0;
   std::vector<Sample> samples_;
+  std::vector<Nanos> latencies_;
   bool stopped_ = false;
 };
 

@@ -1,0 +1,193 @@
+// Scripted fault-injection runs: the scenario a user writes (YAML), and the
+// report a run produces. The same Scenario runs against live daemons
+// (metarocectl scenario run, cli/src/scenario_live.cc) and in the simulator
+// (run_scenario_sim, same transport and emulator code in virtual time); both
+// fill the same Report, which writes report.json, timeseries.csv and
+// report.html (report.h).
+//
+// A run = one job (or, for a sweep, one job at one sweep value) from t = 0 to
+// duration, with the scenario's fabric base applied and its timeline replayed
+// relative to the job's start. Jobs run one after another, never at once, so
+// MetaRoCE and RoCEv2 see the same fabric and the same faults; a job with
+// `with: [other jobs]` runs concurrently with them (incast: several senders
+// into one receiver).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace metaroce::scenario {
+
+using Nanos = int64_t;
+
+// Fabric settings of every ECMP link (the base) or of a change. Unset = keep.
+struct LinkSettings {
+  std::optional<double> loss;               // Bernoulli probability [0, 1]
+  std::optional<Nanos> delay_ns;            // extra delay [0, 1 h]
+  std::optional<Nanos> jitter_ns;           // [0, 1 h] (uniform, FIFO)
+  std::optional<double> duplicate;          // [0, 1]
+  std::optional<double> corrupt;            // [0, 1]
+  std::optional<double> reorder;            // hold-back probability [0, 1] ...
+  std::optional<Nanos> reorder_delay_ns;    // ... by this long
+  std::optional<double> rate_bps;           // (0, 1.6e12]
+  std::optional<uint32_t> ecn_threshold_bytes;
+  std::optional<uint32_t> queue_limit_bytes;
+  bool empty() const {
+    return !loss && !delay_ns && !jitter_ns && !duplicate && !corrupt && !reorder && !reorder_delay_ns && !rate_bps &&
+           !ecn_threshold_bytes && !queue_limit_bytes;
+  }
+};
+
+struct Selector {
+  std::optional<uint32_t> plane, ecmp;
+  std::string direction = "both";  // both | a_to_b | b_to_a
+  std::optional<uint32_t> host_a, host_b;
+};
+
+struct FaultEvent {
+  enum class Action { kSet, kDown, kUp, kFlap, kRamp } action = Action::kSet;
+  Nanos at_ns = 0;
+  Selector selector;
+  LinkSettings set;                 // kSet
+  Nanos flap_period_ns = 0, flap_down_ns = 0;  // kFlap (period 0 stops)
+  std::string ramp_field = "loss";  // kRamp: loss | delay_ns | rate_bps | duplicate | corrupt
+  double ramp_from = 0, ramp_to = 0;
+  Nanos ramp_duration_ns = 0;
+  uint32_t ramp_steps = 10;
+  std::string label;                // shown on the plots ("plane 1 down")
+};
+
+struct Job {
+  std::string name;                 // unique, [A-Za-z0-9_.-]{1,32}
+  std::string from, to;             // host names (keys of Scenario::hosts)
+  std::string transport = "metaroce";  // metaroce | rocev2
+  std::string op = "write";         // write | write_imm | read | send | fetch_add | cmp_swap (sim: write only)
+  uint32_t message_bytes = 65536;
+  uint32_t connections = 1;         // RoCEv2: usually one per plane
+  uint32_t paths = 0;               // 0 = 2 per plane (MetaRoCE), 1 (RoCEv2)
+  uint32_t streams = 1;
+  uint32_t queue_depth = 16;
+  std::vector<std::string> with;    // jobs that run at the same time as this one (incast)
+};
+
+struct Assertion {
+  enum class Metric {
+    kGoodputRatio,   // mean goodput in window / mean goodput in baseline >= min
+    kRecoveryTime,   // after `at`, goodput back to >= fraction x baseline within max_ns
+    kDataErrors,     // verification failures <= max (normally 0)
+    kJobSucceeded,   // the job ended DONE
+    kCompare,        // goodput(job) / goodput(other) >= min, over window (or the whole run)
+    kRetained,       // sweep: goodput at each value / at the first value >= min
+  } metric = Metric::kJobSucceeded;
+  std::string job = "all";          // a job name or "all"
+  std::string other;                // kCompare
+  Nanos window_from_ns = 0, window_to_ns = 0;      // 0/0 = whole run
+  Nanos baseline_from_ns = 0, baseline_to_ns = 0;  // kGoodputRatio / kRecoveryTime
+  Nanos at_ns = 0;                  // kRecoveryTime: the fault instant
+  double fraction = 0.9;            // kRecoveryTime
+  // Thresholds may differ in the simulator (virtual, 25 Gb/s planes) and on
+  // live daemons (software datapath on shared cores).
+  double min_sim = 0, min_live = 0;
+  Nanos max_ns_sim = 0, max_ns_live = 0;
+  double max_value = 0;             // kDataErrors
+  std::string text;                 // the assertion as written, for the report
+};
+
+struct Sweep {
+  std::string parameter;            // loss | skew_ns | planes (sim only) | message_bytes | connections
+  std::vector<double> values;
+};
+
+struct SimSettings {
+  double time_scale = 0.002;        // scenario seconds -> simulated seconds (6 s -> 12 ms)
+  double plane_rate_bps = 25e9;
+  Nanos plane_delay_ns = 2000;
+  uint32_t mtu_payload = 4096;
+};
+
+struct Scenario {
+  std::string source;               // file name, for messages
+  std::string yaml;                 // the file's text, kept in the report for replay
+  std::string name, description;
+  uint64_t seed = 1;
+  uint32_t hosts_count = 2;         // the topology's hosts (also the lab to bring up)
+  uint32_t planes = 4;
+  uint32_t ecmp_links = 2;
+  std::map<std::string, std::string> hosts;  // name -> daemon address (live); order = host index
+  std::vector<std::string> host_order;       // names in host-index order
+  std::string fabric;                        // fabric daemon address (live)
+  LinkSettings base;                         // applied to every ECMP link before each run
+  Nanos duration_ns = 6'000'000'000;
+  Nanos interval_ns = 250'000'000;
+  std::vector<Job> jobs;
+  std::vector<FaultEvent> timeline;
+  std::vector<Assertion> assertions;
+  std::optional<Sweep> sweep;
+  SimSettings sim;
+};
+
+// ------------------------------------------------------------------ results
+
+struct Interval {
+  double t0_s = 0, t1_s = 0;        // scenario time (sim: already divided by time_scale)
+  double goodput_bps = 0;           // scenario-time rate for live; simulated rate for sim
+  uint64_t retransmits = 0;
+  double loss_seen = 0;             // retransmits / data packets in the interval
+  std::vector<double> plane_bytes;  // bytes forwarded per plane (ECMP hops) in the interval
+  std::vector<double> plane_utilisation;  // plane_bytes x 8 / (interval x plane rate), [0, 1]
+  double queue_bytes = 0;           // deepest ECMP-link backlog seen at the interval's end
+  uint64_t ecn_marks = 0;
+};
+
+struct LatencySummary {
+  uint64_t samples = 0;
+  double min_us = 0, median_us = 0, avg_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+};
+
+struct RunResult {
+  std::string job;                  // job name
+  std::string transport, op;
+  std::string sweep_parameter;      // "" unless a sweep
+  double sweep_value = 0;
+  std::string state = "done";       // done | failed | stopped
+  std::string error;
+  double goodput_bps = 0;           // whole run
+  uint64_t bytes = 0, messages = 0;
+  uint64_t retransmits = 0, spurious_retransmits = 0, rtos = 0, data_packets = 0, path_state_changes = 0;
+  bool verified = false;
+  std::string verification;         // "passed" or the first failure
+  uint64_t verify_failures = 0;
+  LatencySummary latency;
+  std::vector<Interval> intervals;
+  std::vector<std::pair<double, std::string>> events;  // fault instants (scenario s) and labels
+  uint64_t seed = 0;
+};
+
+struct AssertionResult {
+  std::string text;
+  bool passed = false;
+  std::string detail;               // the measured value against the threshold
+};
+
+struct Report {
+  std::string scenario_name, description, source;
+  std::string mode;                 // "sim" or "live"
+  std::string version;              // metaroce-testbed version
+  std::string started_at;           // ISO 8601 UTC
+  uint64_t seed = 0;
+  std::string scenario_yaml;        // to replay the run
+  uint32_t planes = 0;
+  double plane_rate_bps = 0;        // per plane
+  std::vector<RunResult> runs;
+  std::vector<AssertionResult> assertions;
+  bool passed() const {
+    for (const auto& a : assertions)
+      if (!a.passed) return false;
+    return true;
+  }
+};
+
+}  // namespace metaroce::scenario

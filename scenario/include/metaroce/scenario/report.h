@@ -1,0 +1,30 @@
+// Reports: DIR/report.json (everything, including the scenario text, seeds
+// and version to replay), DIR/timeseries.csv (one row per run and interval)
+// and DIR/report.html (self-contained, inline SVG plots: goodput over time per
+// transport with fault events marked; retained throughput vs loss; per-plane
+// load; latency percentiles), plus a terminal summary table.
+//
+// Every number the page shows that also appears in report.json carries a
+// data-key attribute with its JSON pointer (e.g. data-key="/runs/0/goodput_bps")
+// and is formatted as format_number() formats it, so a test can check the page
+// against the JSON.
+#pragma once
+
+#include <string>
+
+#include "metaroce/scenario/model.h"
+
+namespace metaroce::scenario {
+
+std::string report_json(const Report& r);      // pretty, stable key order
+std::string timeseries_csv(const Report& r);
+std::string report_html(const Report& r);
+std::string summary_table(const Report& r);    // aligned text for the terminal
+// How the page formats a number given its JSON pointer's last key (Gb/s with
+// 2 decimals for *_bps, percent for utilisation/ratios, us with 1 decimal ...).
+std::string format_number(const std::string& key, double value);
+
+// Writes the three files into dir (created if needed); false and *error on failure.
+bool write_report(const Report& r, const std::string& dir, std::string* error);
+
+}  // namespace metaroce::scenario

@@ -1,0 +1,40 @@
+// Scenario files (YAML): parsing and validation, and the simulator runner.
+// The file format is documented in docs/scenarios.md and by the shipped
+// scenarios in configs/scenarios/. Every error names the key, its line and
+// what is allowed: "plane-failure.yaml:23: timeline[1].plane: must be in [0, 3] (got 4)".
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metaroce/scenario/model.h"
+
+namespace metaroce::scenario {
+
+std::optional<Scenario> parse_scenario_yaml(const std::string& text, const std::string& source, std::string* error);
+std::optional<Scenario> load_scenario_file(const std::string& path, std::string* error);
+
+// Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
+// planes can only be swept in the simulator"); "" when it can run.
+std::string check_runnable(const Scenario& s, bool live);
+
+// The runs a scenario expands to, in order: one per job, or one per job and
+// sweep value; jobs listed in another job's `with` run inside that job's run.
+struct PlannedRun {
+  std::vector<const Job*> jobs;     // jobs[0] is the run's name; the rest run concurrently
+  std::string sweep_parameter;
+  double sweep_value = 0;
+};
+std::vector<PlannedRun> plan_runs(const Scenario& s);
+
+// Runs the whole scenario in the simulator (virtual time, scaled by
+// sim.time_scale; the same transport engine and emulator as the daemons) and
+// evaluates its assertions. progress (may be empty) gets a line per run.
+Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {});
+
+// Assertions over finished runs; `live` picks the live thresholds.
+std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs, bool live);
+
+}  // namespace metaroce::scenario

@@ -1,0 +1,238 @@
+// Assertions over finished runs (simulator or live): goodput ratios, recovery
+// times, data errors, job success, comparisons and sweep retention.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "metaroce/scenario/scenario.h"
+
+namespace metaroce::scenario {
+
+namespace detail {  // scenario.cc
+std::string trim_number(double v, int max_decimals);
+std::string format_duration(Nanos ns);
+std::string format_sweep_value(const std::string& parameter, double v);
+}  // namespace detail
+
+namespace {
+
+constexpr double kEps = 1e-9;  // seconds: interval edges that match a window edge
+
+std::string num(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+std::string threshold(double v) { return detail::trim_number(v, 6); }
+
+std::string seconds(double s) { return detail::format_duration(static_cast<Nanos>(std::llround(s * 1e9))); }
+
+std::string run_label(const RunResult& r) {
+  if (r.sweep_parameter.empty()) return r.job;
+  const std::string p = r.sweep_parameter == "skew_ns" ? "skew" : r.sweep_parameter;
+  return r.job + " @ " + p + " " + detail::format_sweep_value(r.sweep_parameter, r.sweep_value);
+}
+
+// Time-weighted mean goodput of the intervals inside [from, to] (scenario
+// seconds); nullopt if no interval lies inside. from == to == 0: every interval.
+std::optional<double> mean_goodput(const RunResult& r, double from, double to) {
+  const bool whole = from == 0 && to == 0;
+  double sum = 0, dur = 0;
+  size_t n = 0;
+  for (const Interval& iv : r.intervals) {
+    if (!whole && (iv.t0_s < from - kEps || iv.t1_s > to + kEps)) continue;
+    const double d = iv.t1_s - iv.t0_s;
+    if (d <= 0) continue;
+    sum += iv.goodput_bps * d;
+    dur += d;
+    ++n;
+  }
+  if (n == 0) {
+    if (whole && r.goodput_bps > 0) return r.goodput_bps;
+    return std::nullopt;
+  }
+  return sum / dur;
+}
+
+std::string window_text(double from, double to) { return "[" + seconds(from) + ", " + seconds(to) + "]"; }
+
+// The text as written, with the live threshold when it differs.
+std::string result_text(const Assertion& a, bool live) {
+  std::string t = a.text;
+  if (!live) return t;
+  std::string replacement;
+  switch (a.metric) {
+    case Assertion::Metric::kGoodputRatio:
+    case Assertion::Metric::kCompare:
+    case Assertion::Metric::kRetained:
+      if (a.min_live != a.min_sim) replacement = threshold(a.min_live);
+      break;
+    case Assertion::Metric::kRecoveryTime:
+      if (a.max_ns_live != a.max_ns_sim) replacement = detail::format_duration(a.max_ns_live);
+      break;
+    default: break;
+  }
+  if (replacement.empty()) return t;
+  for (const char* op : {" >= ", " <= "}) {
+    const size_t at = t.rfind(op);
+    if (at != std::string::npos) return t.substr(0, at + 4) + replacement + " (live)";
+  }
+  return t;
+}
+
+AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<RunResult>& runs, bool live) {
+  AssertionResult out;
+  const double min = live ? a.min_live : a.min_sim;
+  const Nanos max_ns = live ? a.max_ns_live : a.max_ns_sim;
+  switch (a.metric) {
+    case Assertion::Metric::kGoodputRatio: {
+      const double w0 = a.window_from_ns / 1e9, w1 = a.window_to_ns / 1e9;
+      const double b0 = a.baseline_from_ns / 1e9, b1 = a.baseline_to_ns / 1e9;
+      const auto w = mean_goodput(run, w0, w1), b = mean_goodput(run, b0, b1);
+      if (!w || !b) {
+        out.detail = std::string("no interval lies inside the ") + (!w ? "window " + window_text(w0, w1)
+                                                                          : "baseline " + window_text(b0, b1));
+        break;
+      }
+      if (*b <= 0) {
+        out.detail = "baseline goodput is 0";
+        break;
+      }
+      const double ratio = *w / *b;
+      out.passed = ratio >= min;
+      out.detail = num(ratio) + (out.passed ? " >= " : " < ") + threshold(min) + " (" + num(*w / 1e9) + " / " +
+                   num(*b / 1e9) + " Gb/s)";
+      break;
+    }
+    case Assertion::Metric::kRecoveryTime: {
+      const double b0 = a.baseline_from_ns / 1e9, b1 = a.baseline_to_ns / 1e9, at = a.at_ns / 1e9;
+      const auto b = mean_goodput(run, b0, b1);
+      if (!b || *b <= 0) {
+        out.detail = !b ? "no interval lies inside the baseline " + window_text(b0, b1) : "baseline goodput is 0";
+        break;
+      }
+      const double level = a.fraction * *b;
+      std::optional<double> recovered;
+      for (const Interval& iv : run.intervals)
+        if (iv.t0_s >= at - kEps && iv.goodput_bps >= level) {
+          recovered = iv.t1_s - at;
+          break;
+        }
+      if (!recovered) {
+        out.detail = "never back to " + threshold(a.fraction) + " x baseline (" + num(level / 1e9) + " Gb/s) after " +
+                     seconds(at);
+        break;
+      }
+      const Nanos rec_ns = static_cast<Nanos>(std::llround(*recovered * 1e9));
+      out.passed = rec_ns <= max_ns;
+      out.detail = seconds(*recovered) + (out.passed ? " <= " : " > ") + detail::format_duration(max_ns);
+      break;
+    }
+    case Assertion::Metric::kDataErrors: {
+      const uint64_t errors = run.verified ? run.verify_failures : std::max<uint64_t>(run.verify_failures, 1);
+      out.passed = static_cast<double>(errors) <= a.max_value;
+      out.detail = std::to_string(errors) + (out.passed ? " <= " : " > ") + threshold(a.max_value);
+      if (!run.verified && !run.verification.empty()) out.detail += " (verification: " + run.verification + ")";
+      break;
+    }
+    case Assertion::Metric::kJobSucceeded:
+      out.passed = run.state == "done";
+      out.detail = run.state + (run.error.empty() ? "" : ": " + run.error);
+      break;
+    case Assertion::Metric::kCompare: {
+      const RunResult* other = nullptr;
+      for (const RunResult& o : runs)
+        if (o.job == a.other && o.sweep_parameter == run.sweep_parameter && o.sweep_value == run.sweep_value) {
+          other = &o;
+          break;
+        }
+      if (!other) {
+        out.detail = "no run of job " + a.other + (run.sweep_parameter.empty() ? "" : " at this sweep value");
+        break;
+      }
+      const double w0 = a.window_from_ns / 1e9, w1 = a.window_to_ns / 1e9;
+      const auto g = mean_goodput(run, w0, w1), go = mean_goodput(*other, w0, w1);
+      if (!g || !go) {
+        out.detail = "no interval lies inside the window " + window_text(w0, w1);
+        break;
+      }
+      const double ratio = *go > 0 ? *g / *go : (*g > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+      out.passed = ratio >= min;
+      out.detail = num(ratio) + (out.passed ? " >= " : " < ") + threshold(min) + " (" + num(*g / 1e9) + " / " +
+                   num(*go / 1e9) + " Gb/s)";
+      break;
+    }
+    case Assertion::Metric::kRetained: break;  // across runs, below
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs, bool live) {
+  std::vector<AssertionResult> out;
+  for (const Assertion& a : s.assertions) {
+    const std::string text = result_text(a, live);
+    if (a.metric == Assertion::Metric::kRetained) {
+      // Per job: goodput at every sweep value / goodput at the first value.
+      std::vector<std::string> jobs;
+      for (const RunResult& r : runs)
+        if ((a.job == "all" || r.job == a.job) && std::find(jobs.begin(), jobs.end(), r.job) == jobs.end())
+          jobs.push_back(r.job);
+      if (jobs.empty()) out.push_back({text, false, "no run of job " + a.job});
+      const double min = live ? a.min_live : a.min_sim;
+      for (const std::string& job : jobs) {
+        std::vector<const RunResult*> series;
+        for (const RunResult& r : runs)
+          if (r.job == job) series.push_back(&r);
+        AssertionResult res;
+        res.text = text + (a.job == "all" ? " [" + job + "]" : "");
+        const RunResult& first = *series.front();
+        if (first.goodput_bps <= 0) {
+          res.detail = "goodput at the first value (" + run_label(first) + ") is 0";
+          out.push_back(res);
+          continue;
+        }
+        double worst = std::numeric_limits<double>::infinity();
+        const RunResult* worst_run = nullptr;
+        std::string all;
+        for (size_t i = 1; i < series.size(); ++i) {
+          const double r = series[i]->goodput_bps / first.goodput_bps;
+          all += (all.empty() ? "" : ", ") + num(r);
+          if (r < worst) worst = r, worst_run = series[i];
+        }
+        if (!worst_run) {
+          res.passed = true;
+          res.detail = "one sweep value only: nothing to compare";
+        } else {
+          res.passed = worst >= min;
+          const std::string p = worst_run->sweep_parameter == "skew_ns" ? "skew" : worst_run->sweep_parameter;
+          res.detail = num(worst) + (res.passed ? " >= " : " < ") + threshold(min) + " (worst, at " + p + " " +
+                       detail::format_sweep_value(worst_run->sweep_parameter, worst_run->sweep_value) + "; all: " + all +
+                       ")";
+        }
+        out.push_back(res);
+      }
+      continue;
+    }
+    std::vector<const RunResult*> matching;
+    for (const RunResult& r : runs)
+      if ((a.job == "all" && !(a.metric == Assertion::Metric::kCompare && r.job == a.other)) || r.job == a.job)
+        matching.push_back(&r);
+    if (matching.empty()) {
+      out.push_back({text, false, a.job == "all" ? "no runs" : "no run of job " + a.job});
+      continue;
+    }
+    for (const RunResult* r : matching) {
+      AssertionResult res = one(a, *r, runs, live);
+      res.text = text + (matching.size() > 1 || a.job == "all" ? " [" + run_label(*r) + "]" : "");
+      out.push_back(std::move(res));
+    }
+  }
+  return out;
+}
+
+}  // namespace metaroce::scenario

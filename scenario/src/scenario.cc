@@ -1,0 +1,942 @@
+// Scenario files: YAML -> Scenario, with every error naming its key, its line
+// and what is allowed; check_runnable and plan_runs.
+#include "metaroce/scenario/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace metaroce::scenario {
+
+// Formatting shared with assertions.cc and sim_runner.cc (declared there too).
+namespace detail {
+
+std::string trim_number(double v, int max_decimals = 6) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", max_decimals, v);
+  std::string s = b;
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string format_duration(Nanos ns) {
+  if (ns == 0) return "0";
+  constexpr Nanos kMinute = 60'000'000'000, kHourNs = 60 * kMinute;
+  if (ns % kHourNs == 0) return std::to_string(ns / kHourNs) + "h";
+  if (ns % kMinute == 0) return std::to_string(ns / kMinute) + "min";
+  const double v = static_cast<double>(ns);
+  const double a = std::fabs(v);
+  if (a >= 1e9) return trim_number(v / 1e9, 6) + "s";
+  if (a >= 1e6) return trim_number(v / 1e6, 3) + "ms";
+  if (a >= 1e3) return trim_number(v / 1e3, 3) + "us";
+  return trim_number(v, 0) + "ns";
+}
+
+std::string format_probability(double p) {
+  if (p == 0) return "0";
+  return trim_number(p * 100, 4) + "%";
+}
+
+std::string format_rate(double bps) {
+  if (bps >= 1e12) return trim_number(bps / 1e12, 3) + "T";
+  if (bps >= 1e9) return trim_number(bps / 1e9, 3) + "G";
+  if (bps >= 1e6) return trim_number(bps / 1e6, 3) + "M";
+  if (bps >= 1e3) return trim_number(bps / 1e3, 3) + "K";
+  return trim_number(bps, 3);
+}
+
+std::string format_size(double bytes) {
+  const auto whole = [](double v, double unit) { return v >= unit && std::fmod(v, unit) == 0; };
+  if (whole(bytes, 1024.0 * 1024 * 1024)) return trim_number(bytes / (1024.0 * 1024 * 1024), 0) + "G";
+  if (whole(bytes, 1024.0 * 1024)) return trim_number(bytes / (1024.0 * 1024), 0) + "M";
+  if (whole(bytes, 1024.0)) return trim_number(bytes / 1024, 0) + "K";
+  return trim_number(bytes, 0);
+}
+
+// A sweep value as the file would write it ("loss 1%", "skew 20us", "message_bytes 16K").
+std::string format_sweep_value(const std::string& parameter, double v) {
+  if (parameter == "loss") return format_probability(v);
+  if (parameter == "skew_ns") return format_duration(static_cast<Nanos>(v));
+  if (parameter == "message_bytes") return format_size(v);
+  return trim_number(v, 3);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::format_duration;
+using detail::format_probability;
+using detail::format_rate;
+using detail::format_size;
+using detail::trim_number;
+
+constexpr Nanos kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
+constexpr uint32_t kMaxHosts = 16, kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
+constexpr uint32_t kMaxConnections = 64, kMaxPaths = 64, kMaxStreams = 64, kMaxDepth = 1024;
+constexpr uint32_t kMaxMessage = 16u << 20;
+constexpr double kMaxRate = 1.6e12;
+
+struct ParseError {
+  std::string text;
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+bool valid_name(const std::string& s, size_t max, bool upper_and_dots) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                    (upper_and_dots && ((c >= 'A' && c <= 'Z') || c == '_' || c == '.'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Splits "2.5ms" into 2.5 and "ms"; false if it does not start with a plain
+// non-negative decimal number.
+bool split_number(const std::string& text, double* num, std::string* unit) {
+  size_t i = 0;
+  bool digits = false, dot = false;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c >= '0' && c <= '9') {
+      digits = true;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+    ++i;
+  }
+  // An exponent (1e-3) is a plain number too.
+  if (digits && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < text.size() && (text[j] == '-' || text[j] == '+')) ++j;
+    size_t k = j;
+    while (k < text.size() && text[k] >= '0' && text[k] <= '9') ++k;
+    if (k > j) i = k;
+  }
+  if (!digits) return false;
+  const std::string n = text.substr(0, i);
+  char* end = nullptr;
+  const double v = std::strtod(n.c_str(), &end);
+  if (end != n.c_str() + n.size() || !std::isfinite(v)) return false;
+  size_t u = i;
+  while (u < text.size() && text[u] == ' ') ++u;
+  *num = v;
+  *unit = text.substr(u);
+  return true;
+}
+
+// One view of a mapping: its keys (in order), their nodes and lines.
+struct MapView {
+  YAML::Node node;
+  std::vector<std::pair<std::string, YAML::Node>> entries;
+  const YAML::Node* find(const std::string& k) const {
+    for (const auto& e : entries)
+      if (e.first == k) return &e.second;
+    return nullptr;
+  }
+  bool has(const std::string& k) const { return find(k) != nullptr; }
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string source) : source_(source.empty() ? "<scenario>" : std::move(source)) {}
+
+  Scenario parse(const std::string& text);
+
+ private:
+  // ---- error reporting
+  std::string where(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    return m.line < 0 ? source_ + ": " : source_ + ":" + std::to_string(m.line + 1) + ": ";
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    throw ParseError{where(n) + key + ": " + what};
+  }
+  static std::string text(const YAML::Node& n) {
+    if (n.IsScalar()) return n.Scalar();
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "nothing";
+  }
+  static std::string sub(const std::string& key, const std::string& k) { return key.empty() ? k : key + "." + k; }
+  static std::string idx(const std::string& key, size_t i) { return key + "[" + std::to_string(i) + "]"; }
+
+  // ---- structure
+  MapView map(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
+    if (!n.IsMap()) fail(n, key.empty() ? "scenario" : key, "must be a mapping (got " + text(n) + ")");
+    MapView v;
+    v.node = n;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) fail(kv.first, key.empty() ? "scenario" : key, "keys must be plain words");
+      const std::string k = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+        fail(kv.first, sub(key, k), "unknown key (allowed: " + join(allowed) + ")");
+      if (v.has(k)) fail(kv.first, sub(key, k), "duplicate key");
+      v.entries.emplace_back(k, kv.second);
+    }
+    return v;
+  }
+  const YAML::Node& need(const MapView& m, const std::string& key, const std::string& k, const std::string& why = "") const {
+    const YAML::Node* n = m.find(k);
+    if (!n || n->IsNull()) fail(m.node, sub(key, k), why.empty() ? "is required" : why);
+    return *n;
+  }
+  void sequence(const YAML::Node& n, const std::string& key, size_t lo, size_t hi) const {
+    if (!n.IsSequence()) fail(n, key, "must be a list (got " + text(n) + ")");
+    if (n.size() < lo || n.size() > hi)
+      fail(n, key,
+           "must have " + std::to_string(lo) + " to " + std::to_string(hi) + " entries (got " + std::to_string(n.size()) +
+               ")");
+  }
+
+  // ---- scalars
+  std::string str(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "must be a string (got " + text(n) + ")");
+    return n.Scalar();
+  }
+  std::string one_of(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
+    const std::string v = str(n, key);
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      fail(n, key, "must be one of " + join(allowed, " | ") + " (got '" + v + "')");
+    return v;
+  }
+  uint64_t uint(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    bool ok = n.IsScalar() && !v.empty() && v.size() <= 19;
+    for (char c : v) ok = ok && c >= '0' && c <= '9';
+    if (!ok) fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")");
+    const uint64_t x = std::stoull(v);
+    if (x < lo || x > hi)
+      fail(n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")");
+    return x;
+  }
+  double number(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open = false) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    double x = 0;
+    std::string unit;
+    const std::string range = std::string(lo_open ? "(" : "[") + trim_number(lo) + ", " + trim_number(hi) + "]";
+    if (!n.IsScalar() || !split_number(v, &x, &unit) || !unit.empty())
+      fail(n, key, "must be a number in " + range + " (got " + v + ")");
+    if (x < lo || x > hi || (lo_open && x == lo)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    return x;
+  }
+  // "2s" "500ms" "5us" "100ns"; a bare 0.
+  Nanos duration(const YAML::Node& n, const std::string& key, Nanos lo, Nanos hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    const std::string range = "[" + format_duration(lo) + ", " + format_duration(hi) + "]";
+    double x = 0;
+    std::string unit;
+    if (!n.IsScalar() || !split_number(v, &x, &unit))
+      fail(n, key, "must be a duration like 2s, 500ms, 5us or 100ns in " + range + " (got " + v + ")");
+    double scale = 0;
+    if (unit == "ns") scale = 1;
+    else if (unit == "us") scale = 1e3;
+    else if (unit == "ms") scale = 1e6;
+    else if (unit == "s") scale = 1e9;
+    else if (unit == "m" || unit == "min") scale = 60e9;
+    else if (unit == "h") scale = 3600e9;
+    else if (unit.empty() && x == 0) scale = 1;
+    else if (unit.empty()) fail(n, key, "needs a unit (ns, us, ms, s), e.g. 2s or 500ms (got " + v + ")");
+    else fail(n, key, "unknown duration unit '" + unit + "' (ns, us, ms, s) (got " + v + ")");
+    const double ns = x * scale;
+    if (ns < static_cast<double>(lo) || ns > static_cast<double>(hi)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    return static_cast<Nanos>(std::llround(ns));
+  }
+  // "16K" "1M" (1024-based) or integers (bytes).
+  uint64_t size(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    const std::string range = "[" + format_size(static_cast<double>(lo)) + ", " + format_size(static_cast<double>(hi)) + "]";
+    double x = 0;
+    std::string unit;
+    if (!n.IsScalar() || !split_number(v, &x, &unit))
+      fail(n, key, "must be a size like 16K, 1M or 4096 in " + range + " (got " + v + ")");
+    double scale = 0;
+    std::string u = unit;
+    if (u.size() >= 2 && u.substr(u.size() - 2) == "iB") u.resize(u.size() - 2);
+    else if (!u.empty() && u.back() == 'B') u.pop_back();
+    if (u.empty()) scale = 1;
+    else if (u == "K" || u == "k") scale = 1024;
+    else if (u == "M") scale = 1024.0 * 1024;
+    else if (u == "G") scale = 1024.0 * 1024 * 1024;
+    else fail(n, key, "unknown size unit '" + unit + "' (K, M, G: 1024-based) (got " + v + ")");
+    const double b = x * scale;
+    if (b != std::floor(b)) fail(n, key, "must be a whole number of bytes (got " + v + ")");
+    if (b < static_cast<double>(lo) || b > static_cast<double>(hi)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    return static_cast<uint64_t>(b);
+  }
+  // "25G" "10M" (bits/s, 1000-based) or numbers.
+  double rate(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    const std::string range = std::string(lo_open ? "(" : "[") + format_rate(lo) + ", " + format_rate(hi) + "]";
+    double x = 0;
+    std::string unit;
+    if (!n.IsScalar() || !split_number(v, &x, &unit))
+      fail(n, key, "must be a rate in bits/s like 25G or 10M in " + range + " (got " + v + ")");
+    std::string u = unit;
+    for (const char* suffix : {"bps", "b/s", "bit/s"}) {
+      const std::string s = suffix;
+      if (u.size() >= s.size() && u.substr(u.size() - s.size()) == s) {
+        u.resize(u.size() - s.size());
+        break;
+      }
+    }
+    double scale = 0;
+    if (u.empty()) scale = 1;
+    else if (u == "K" || u == "k") scale = 1e3;
+    else if (u == "M") scale = 1e6;
+    else if (u == "G") scale = 1e9;
+    else if (u == "T") scale = 1e12;
+    else fail(n, key, "unknown rate unit '" + unit + "' (K, M, G, T: bits/s, 1000-based) (got " + v + ")");
+    const double r = x * scale;
+    if (r < lo || r > hi || (lo_open && r == lo)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    return r;
+  }
+  // "1%" or 0.01, in [0, 1].
+  double probability(const YAML::Node& n, const std::string& key) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    double x = 0;
+    std::string unit;
+    if (!n.IsScalar() || !split_number(v, &x, &unit) || (!unit.empty() && unit != "%"))
+      fail(n, key, "must be a probability like 1% or 0.01 in [0, 1] (got " + v + ")");
+    if (unit == "%") x /= 100;
+    if (x < 0 || x > 1) fail(n, key, "must be in [0, 1] = [0%, 100%] (got " + v + ")");
+    return x;
+  }
+
+  // ---- sections
+  LinkSettings link_settings(const YAML::Node& n, const std::string& key) const;
+  void topology(const YAML::Node& n, Scenario& s) const;
+  void hosts(const YAML::Node& n, Scenario& s) const;
+  Job job(const YAML::Node& n, const std::string& key, const Scenario& s) const;
+  FaultEvent fault(const YAML::Node& n, const std::string& key, const Scenario& s) const;
+  Assertion assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const;
+  Sweep sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::Node>* value_nodes) const;
+  void sim(const YAML::Node& n, Scenario& s) const;
+  uint32_t host_ref(const YAML::Node& n, const std::string& key, const Scenario& s) const;
+  // [from, to] within [0, duration].
+  std::pair<Nanos, Nanos> window(const YAML::Node& n, const std::string& key, const Scenario& s,
+                                 std::string* text_out) const;
+
+  std::string source_;
+};
+
+LinkSettings Parser::link_settings(const YAML::Node& n, const std::string& key) const {
+  const MapView m = map(n, key,
+                        {"loss", "delay", "jitter", "duplicate", "corrupt", "reorder", "reorder_delay", "rate",
+                         "ecn_threshold", "queue_limit"});
+  LinkSettings l;
+  for (const auto& [k, v] : m.entries) {
+    const std::string f = sub(key, k);
+    if (k == "loss") l.loss = probability(v, f);
+    else if (k == "delay") l.delay_ns = duration(v, f, 0, kHour);
+    else if (k == "jitter") l.jitter_ns = duration(v, f, 0, kHour);
+    else if (k == "duplicate") l.duplicate = probability(v, f);
+    else if (k == "corrupt") l.corrupt = probability(v, f);
+    else if (k == "reorder") l.reorder = probability(v, f);
+    else if (k == "reorder_delay") l.reorder_delay_ns = duration(v, f, 0, kHour);
+    else if (k == "rate") l.rate_bps = rate(v, f, 0, kMaxRate, true);
+    else if (k == "ecn_threshold") l.ecn_threshold_bytes = static_cast<uint32_t>(size(v, f, 0, 1u << 30));
+    else if (k == "queue_limit") l.queue_limit_bytes = static_cast<uint32_t>(size(v, f, 1024, 1u << 30));
+  }
+  return l;
+}
+
+void Parser::topology(const YAML::Node& n, Scenario& s) const {
+  const MapView m = map(n, "topology", {"hosts", "planes", "ecmp_links"});
+  if (const auto* v = m.find("hosts")) s.hosts_count = static_cast<uint32_t>(uint(*v, "topology.hosts", 2, kMaxHosts));
+  if (const auto* v = m.find("planes")) s.planes = static_cast<uint32_t>(uint(*v, "topology.planes", 1, kMaxPlanes));
+  if (const auto* v = m.find("ecmp_links"))
+    s.ecmp_links = static_cast<uint32_t>(uint(*v, "topology.ecmp_links", 1, kMaxEcmp));
+}
+
+void Parser::hosts(const YAML::Node& n, Scenario& s) const {
+  if (!n.IsMap()) fail(n, "hosts", "must be a mapping of host name to daemon address (got " + text(n) + ")");
+  std::set<std::string> seen;
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) fail(kv.first, "hosts", "host names must be plain words");
+    const std::string name = kv.first.Scalar();
+    const std::string key = "hosts." + name;
+    if (!valid_name(name, 32, true)) fail(kv.first, key, "host names are [A-Za-z0-9_.-]{1,32}");
+    if (name == "all") fail(kv.first, key, "'all' is reserved");
+    if (!seen.insert(name).second) fail(kv.first, key, "duplicate host");
+    if (s.host_order.size() >= s.hosts_count)
+      fail(kv.first, key,
+           "topology.hosts is " + std::to_string(s.hosts_count) + ", so at most " + std::to_string(s.hosts_count) +
+               " hosts may be listed (got " + std::to_string(n.size()) + ")");
+    s.host_order.push_back(name);
+    if (!kv.second.IsNull()) {
+      const std::string addr = str(kv.second, key);
+      if (addr.empty()) fail(kv.second, key, "the daemon address is empty");
+      s.hosts[name] = addr;
+    }
+  }
+}
+
+uint32_t Parser::host_ref(const YAML::Node& n, const std::string& key, const Scenario& s) const {
+  if (n.IsScalar()) {
+    const std::string v = n.Scalar();
+    for (size_t i = 0; i < s.host_order.size(); ++i)
+      if (s.host_order[i] == v) return static_cast<uint32_t>(i);
+  }
+  return static_cast<uint32_t>(uint(n, key, 0, s.hosts_count - 1));
+}
+
+Job Parser::job(const YAML::Node& n, const std::string& key, const Scenario& s) const {
+  const MapView m = map(n, key,
+                        {"name", "from", "to", "transport", "op", "size", "connections", "paths", "streams",
+                         "queue_depth", "with"});
+  Job j;
+  j.name = str(need(m, key, "name"), sub(key, "name"));
+  if (!valid_name(j.name, 32, true)) fail(*m.find("name"), sub(key, "name"), "must match [A-Za-z0-9_.-]{1,32} (got '" + j.name + "')");
+  if (j.name == "all") fail(*m.find("name"), sub(key, "name"), "'all' is reserved (it means every job in assertions)");
+  auto host = [&](const char* k) {
+    const YAML::Node& v = need(m, key, k);
+    const std::string h = str(v, sub(key, k));
+    if (std::find(s.host_order.begin(), s.host_order.end(), h) == s.host_order.end())
+      fail(v, sub(key, k), "unknown host '" + h + "' (hosts: " + join(s.host_order) + ")");
+    return h;
+  };
+  j.from = host("from");
+  j.to = host("to");
+  if (j.from == j.to) fail(*m.find("to"), sub(key, "to"), "must differ from from (" + j.from + ")");
+  if (const auto* v = m.find("transport")) j.transport = one_of(*v, sub(key, "transport"), {"metaroce", "rocev2"});
+  if (const auto* v = m.find("op"))
+    j.op = one_of(*v, sub(key, "op"), {"write", "write_imm", "read", "send", "fetch_add", "cmp_swap"});
+  const bool atomic = j.op == "fetch_add" || j.op == "cmp_swap";
+  if (j.transport == "rocev2" && j.op != "write" && j.op != "write_imm" && j.op != "send")
+    fail(*m.find("op"), sub(key, "op"), "rocev2 supports write | write_imm | send (got " + j.op + ")");
+  if (atomic) j.message_bytes = 8;
+  if (const auto* v = m.find("size")) {
+    j.message_bytes = static_cast<uint32_t>(size(*v, sub(key, "size"), 1, kMaxMessage));
+    if (atomic && j.message_bytes != 8)
+      fail(*v, sub(key, "size"), j.op + " messages are 8 bytes (got " + v->Scalar() + ")");
+  }
+  if (const auto* v = m.find("connections"))
+    j.connections = static_cast<uint32_t>(uint(*v, sub(key, "connections"), 1, kMaxConnections));
+  if (const auto* v = m.find("paths")) {
+    j.paths = static_cast<uint32_t>(uint(*v, sub(key, "paths"), 1, kMaxPaths));
+    if (j.transport == "rocev2" && j.paths != 1)
+      fail(*v, sub(key, "paths"), "a RoCEv2 connection has one path; use connections (got " + v->Scalar() + ")");
+  }
+  if (const auto* v = m.find("streams")) j.streams = static_cast<uint32_t>(uint(*v, sub(key, "streams"), 1, kMaxStreams));
+  if (const auto* v = m.find("queue_depth"))
+    j.queue_depth = static_cast<uint32_t>(uint(*v, sub(key, "queue_depth"), 1, kMaxDepth));
+  if (const auto* v = m.find("with")) {
+    const std::string wk = sub(key, "with");
+    if (v->IsScalar()) {
+      j.with.push_back(v->Scalar());
+    } else {
+      sequence(*v, wk, 1, kMaxJobs);
+      for (size_t i = 0; i < v->size(); ++i) j.with.push_back(str((*v)[i], idx(wk, i)));
+    }
+  }
+  return j;
+}
+
+std::pair<Nanos, Nanos> Parser::window(const YAML::Node& n, const std::string& key, const Scenario& s,
+                                       std::string* text_out) const {
+  if (!n.IsSequence() || n.size() != 2)
+    fail(n, key, "must be [from, to], e.g. [2s, 4s] (got " + (n.IsScalar() ? n.Scalar() : text(n)) + ")");
+  const Nanos a = duration(n[0], idx(key, 0), 0, s.duration_ns);
+  const Nanos b = duration(n[1], idx(key, 1), 0, s.duration_ns);
+  if (b <= a) fail(n, key, "must be [from, to] with from < to (got [" + n[0].Scalar() + ", " + n[1].Scalar() + "])");
+  if (text_out) *text_out = "[" + n[0].Scalar() + "," + n[1].Scalar() + "]";
+  return {a, b};
+}
+
+std::string describe_selector(const Selector& sel, const Scenario& s) {
+  std::vector<std::string> parts;
+  if (sel.plane) parts.push_back("plane " + std::to_string(*sel.plane));
+  if (sel.ecmp) parts.push_back("ecmp " + std::to_string(*sel.ecmp));
+  auto host = [&](uint32_t h) { return h < s.host_order.size() ? s.host_order[h] : "h" + std::to_string(h); };
+  if (sel.host_a && sel.host_b) parts.push_back(host(*sel.host_a) + "-" + host(*sel.host_b));
+  else if (sel.host_a) parts.push_back("links of " + host(*sel.host_a));
+  if (sel.direction != "both") parts.push_back(sel.direction);
+  if (parts.empty()) return "every link";
+  return join(parts, " ");
+}
+
+std::string describe_settings(const LinkSettings& l) {
+  std::vector<std::string> parts;
+  if (l.loss) parts.push_back("loss " + format_probability(*l.loss));
+  if (l.delay_ns) parts.push_back("delay " + format_duration(*l.delay_ns));
+  if (l.jitter_ns) parts.push_back("jitter " + format_duration(*l.jitter_ns));
+  if (l.duplicate) parts.push_back("duplicate " + format_probability(*l.duplicate));
+  if (l.corrupt) parts.push_back("corrupt " + format_probability(*l.corrupt));
+  if (l.reorder) parts.push_back("reorder " + format_probability(*l.reorder));
+  if (l.reorder_delay_ns) parts.push_back("reorder_delay " + format_duration(*l.reorder_delay_ns));
+  if (l.rate_bps) parts.push_back("rate " + format_rate(*l.rate_bps));
+  if (l.ecn_threshold_bytes) parts.push_back("ecn_threshold " + format_size(*l.ecn_threshold_bytes));
+  if (l.queue_limit_bytes) parts.push_back("queue_limit " + format_size(*l.queue_limit_bytes));
+  return join(parts);
+}
+
+std::string ramp_value(const std::string& field, double v) {
+  if (field == "delay_ns") return format_duration(static_cast<Nanos>(v));
+  if (field == "rate_bps") return format_rate(v);
+  return format_probability(v);
+}
+
+FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scenario& s) const {
+  const MapView m = map(n, key,
+                        {"at", "action", "plane", "ecmp", "direction", "hosts", "label", "set", "period", "down_for",
+                         "field", "from", "to", "over", "steps"});
+  FaultEvent e;
+  const std::string action = one_of(need(m, key, "action"), sub(key, "action"), {"set", "down", "up", "flap", "ramp"});
+  e.action = action == "set"    ? FaultEvent::Action::kSet
+             : action == "down" ? FaultEvent::Action::kDown
+             : action == "up"   ? FaultEvent::Action::kUp
+             : action == "flap" ? FaultEvent::Action::kFlap
+                                : FaultEvent::Action::kRamp;
+  {
+    const YAML::Node& at = need(m, key, "at");
+    const std::string k = sub(key, "at");
+    // Checked against the duration by hand for a clearer message.
+    e.at_ns = duration(at, k, 0, 100 * kHour);
+    if (e.at_ns > s.duration_ns)
+      fail(at, k, "must be in [0, duration] = [0, " + format_duration(s.duration_ns) + "] (got " + at.Scalar() + ")");
+  }
+  // Keys that belong to one action only.
+  const std::vector<std::pair<const char*, const char*>> owned = {{"set", "set"},     {"period", "flap"}, {"down_for", "flap"},
+                                                                  {"field", "ramp"}, {"from", "ramp"},   {"to", "ramp"},
+                                                                  {"over", "ramp"},  {"steps", "ramp"}};
+  for (const auto& [k, a] : owned)
+    if (m.has(k) && action != a)
+      fail(*m.find(k), sub(key, k), std::string("only used by action ") + a + " (this is action " + action + ")");
+  if (const auto* v = m.find("plane"))
+    e.selector.plane = static_cast<uint32_t>(uint(*v, sub(key, "plane"), 0, s.planes - 1));
+  if (const auto* v = m.find("ecmp")) e.selector.ecmp = static_cast<uint32_t>(uint(*v, sub(key, "ecmp"), 0, s.ecmp_links - 1));
+  if (const auto* v = m.find("direction")) e.selector.direction = one_of(*v, sub(key, "direction"), {"both", "a_to_b", "b_to_a"});
+  if (const auto* v = m.find("hosts")) {
+    const std::string hk = sub(key, "hosts");
+    if (v->IsSequence()) {
+      sequence(*v, hk, 1, 2);
+      e.selector.host_a = host_ref((*v)[0], idx(hk, 0), s);
+      if (v->size() == 2) {
+        e.selector.host_b = host_ref((*v)[1], idx(hk, 1), s);
+        if (*e.selector.host_b == *e.selector.host_a) fail((*v)[1], idx(hk, 1), "must differ from hosts[0]");
+      }
+    } else {
+      e.selector.host_a = host_ref(*v, hk, s);
+    }
+  }
+  if (e.selector.direction != "both" && !(e.selector.host_a && e.selector.host_b))
+    fail(*m.find("direction"), sub(key, "direction"), "a_to_b / b_to_a need hosts: [a, b] (the pair they refer to)");
+  switch (e.action) {
+    case FaultEvent::Action::kSet: {
+      const YAML::Node& v = need(m, key, "set", "is required for action set (e.g. set: {loss: 1%})");
+      e.set = link_settings(v, sub(key, "set"));
+      if (e.set.empty()) fail(v, sub(key, "set"), "must change at least one setting");
+      break;
+    }
+    case FaultEvent::Action::kFlap: {
+      const YAML::Node& p = need(m, key, "period", "is required for action flap (0 stops flapping)");
+      e.flap_period_ns = duration(p, sub(key, "period"), 0, kHour);
+      if (e.flap_period_ns > 0) {
+        const YAML::Node& d = need(m, key, "down_for", "is required for action flap with a period");
+        e.flap_down_ns = duration(d, sub(key, "down_for"), 0, kHour);
+        if (e.flap_down_ns >= e.flap_period_ns)
+          fail(d, sub(key, "down_for"), "must be below the period " + p.Scalar() + " (got " + d.Scalar() + ")");
+      } else if (const auto* d = m.find("down_for")) {
+        e.flap_down_ns = duration(*d, sub(key, "down_for"), 0, kHour);
+      }
+      break;
+    }
+    case FaultEvent::Action::kRamp: {
+      const YAML::Node& f = need(m, key, "field", "is required for action ramp (loss | delay | rate | duplicate | corrupt)");
+      const std::string field = one_of(f, sub(key, "field"), {"loss", "delay", "rate", "duplicate", "corrupt"});
+      e.ramp_field = field == "delay" ? "delay_ns" : field == "rate" ? "rate_bps" : field;
+      auto value = [&](const char* k) {
+        const YAML::Node& v = need(m, key, k, std::string("is required for action ramp"));
+        const std::string vk = sub(key, k);
+        if (field == "delay") return static_cast<double>(duration(v, vk, 0, kHour));
+        if (field == "rate") return rate(v, vk, 0, kMaxRate, true);
+        return probability(v, vk);
+      };
+      e.ramp_from = value("from");
+      e.ramp_to = value("to");
+      const YAML::Node& o = need(m, key, "over", "is required for action ramp (how long the ramp takes, e.g. 4s)");
+      e.ramp_duration_ns = duration(o, sub(key, "over"), 1, kHour);
+      if (e.at_ns + e.ramp_duration_ns > s.duration_ns)
+        fail(o, sub(key, "over"),
+             "the ramp must end by the duration: at + over must be <= " + format_duration(s.duration_ns) + " (got " +
+                 format_duration(e.at_ns) + " + " + o.Scalar() + ")");
+      if (const auto* st = m.find("steps")) e.ramp_steps = static_cast<uint32_t>(uint(*st, sub(key, "steps"), 1, 1000));
+      break;
+    }
+    default: break;
+  }
+  if (const auto* v = m.find("label")) {
+    e.label = str(*v, sub(key, "label"));
+    if (e.label.find('\n') != std::string::npos) fail(*v, sub(key, "label"), "must be one line");
+  } else {
+    const std::string where = describe_selector(e.selector, s);
+    switch (e.action) {
+      case FaultEvent::Action::kSet: e.label = describe_settings(e.set) + " on " + where; break;
+      case FaultEvent::Action::kDown: e.label = where + " down"; break;
+      case FaultEvent::Action::kUp: e.label = where + " up"; break;
+      case FaultEvent::Action::kFlap:
+        e.label = e.flap_period_ns > 0 ? where + " flapping (down " + format_duration(e.flap_down_ns) + " every " +
+                                             format_duration(e.flap_period_ns) + ")"
+                                       : where + " stops flapping";
+        break;
+      case FaultEvent::Action::kRamp: {
+        const std::string f = e.ramp_field == "delay_ns" ? "delay" : e.ramp_field == "rate_bps" ? "rate" : e.ramp_field;
+        e.label = "ramp " + f + " " + ramp_value(e.ramp_field, e.ramp_from) + " -> " + ramp_value(e.ramp_field, e.ramp_to) +
+                  " over " + format_duration(e.ramp_duration_ns) + " on " + where;
+        break;
+      }
+    }
+  }
+  return e;
+}
+
+Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const {
+  const MapView m = map(n, key,
+                        {"metric", "job", "other", "window", "baseline", "at", "fraction", "min", "live_min", "max",
+                         "live_max"});
+  Assertion a;
+  const std::string metric = one_of(need(m, key, "metric"), sub(key, "metric"),
+                                    {"goodput_ratio", "recovery_time", "data_errors", "job_succeeded", "compare", "retained"});
+  using M = Assertion::Metric;
+  a.metric = metric == "goodput_ratio"   ? M::kGoodputRatio
+             : metric == "recovery_time" ? M::kRecoveryTime
+             : metric == "data_errors"   ? M::kDataErrors
+             : metric == "job_succeeded" ? M::kJobSucceeded
+             : metric == "compare"       ? M::kCompare
+                                         : M::kRetained;
+  // Which keys each metric uses (metric and job always).
+  std::vector<std::string> uses, required;
+  switch (a.metric) {
+    case M::kGoodputRatio: uses = {"window", "baseline", "min", "live_min"}, required = {"window", "baseline", "min"}; break;
+    case M::kRecoveryTime:
+      uses = {"at", "baseline", "fraction", "max", "live_max"}, required = {"at", "baseline", "max"};
+      break;
+    case M::kDataErrors: uses = {"max"}; break;
+    case M::kJobSucceeded: break;
+    case M::kCompare: uses = {"other", "window", "min", "live_min"}, required = {"other", "min"}; break;
+    case M::kRetained: uses = {"min", "live_min"}, required = {"min"}; break;
+  }
+  for (const auto& [k, v] : m.entries)
+    if (k != "metric" && k != "job" && std::find(uses.begin(), uses.end(), k) == uses.end())
+      fail(v, sub(key, k), "not used by metric " + metric + (uses.empty() ? "" : " (it uses: " + join(uses) + ")"));
+  for (const auto& k : required) need(m, key, k, "is required for metric " + metric);
+
+  auto job_name = [&](const YAML::Node& v, const std::string& k, bool allow_all) {
+    const std::string name = str(v, k);
+    if (allow_all && name == "all") return name;
+    for (const Job& j : s.jobs)
+      if (j.name == name) return name;
+    std::vector<std::string> names;
+    for (const Job& j : s.jobs) names.push_back(j.name);
+    fail(v, k, "unknown job '" + name + "' (jobs: " + join(names) + (allow_all ? ", or all" : "") + ")");
+  };
+  if (const auto* v = m.find("job")) a.job = job_name(*v, sub(key, "job"), true);
+  std::string window_text, baseline_text;
+  if (const auto* v = m.find("window"))
+    std::tie(a.window_from_ns, a.window_to_ns) = window(*v, sub(key, "window"), s, &window_text);
+  if (const auto* v = m.find("baseline"))
+    std::tie(a.baseline_from_ns, a.baseline_to_ns) = window(*v, sub(key, "baseline"), s, &baseline_text);
+  if (const auto* v = m.find("other")) {
+    a.other = job_name(*v, sub(key, "other"), false);
+    if (a.other == a.job) fail(*v, sub(key, "other"), "must differ from job (" + a.job + ")");
+  }
+  if (const auto* v = m.find("at")) a.at_ns = duration(*v, sub(key, "at"), 0, s.duration_ns);
+  if (const auto* v = m.find("fraction")) a.fraction = number(*v, sub(key, "fraction"), 0, 1, true);
+  std::string min_text, max_text;
+  if (const auto* v = m.find("min")) {
+    a.min_sim = a.min_live = number(*v, sub(key, "min"), 0, 1e9);
+    min_text = v->Scalar();
+  }
+  if (const auto* v = m.find("live_min")) a.min_live = number(*v, sub(key, "live_min"), 0, 1e9);
+  if (a.metric == M::kRecoveryTime) {
+    const YAML::Node& v = *m.find("max");
+    a.max_ns_sim = a.max_ns_live = duration(v, sub(key, "max"), 0, s.duration_ns);
+    max_text = v.Scalar();
+    if (const auto* l = m.find("live_max")) a.max_ns_live = duration(*l, sub(key, "live_max"), 0, 100 * kHour);
+    if (a.baseline_to_ns > a.at_ns)
+      fail(*m.find("baseline"), sub(key, "baseline"),
+           "must end by at (" + format_duration(a.at_ns) + "): the baseline is the goodput before the fault");
+  }
+  if (a.metric == M::kDataErrors) {
+    if (const auto* v = m.find("max")) {
+      a.max_value = static_cast<double>(uint(*v, sub(key, "max"), 0, 1'000'000'000'000ull));
+      max_text = v->Scalar();
+    } else {
+      max_text = "0";
+    }
+  }
+  if (a.metric == M::kRetained && !s.sweep)
+    fail(*m.find("metric"), sub(key, "metric"), "retained compares sweep values: the scenario needs a sweep");
+  switch (a.metric) {
+    case M::kGoodputRatio: a.text = "goodput_ratio " + a.job + " " + window_text + "/" + baseline_text + " >= " + min_text; break;
+    case M::kRecoveryTime:
+      a.text = "recovery_time " + a.job + " after " + m.find("at")->Scalar() + " to " + trim_number(a.fraction, 4) +
+               " x " + baseline_text + " <= " + max_text;
+      break;
+    case M::kDataErrors: a.text = "data_errors " + a.job + " <= " + max_text; break;
+    case M::kJobSucceeded: a.text = "job_succeeded " + a.job; break;
+    case M::kCompare:
+      a.text = "compare " + a.job + "/" + a.other + (window_text.empty() ? "" : " " + window_text) + " >= " + min_text;
+      break;
+    case M::kRetained: a.text = "retained " + a.job + " >= " + min_text; break;
+  }
+  return a;
+}
+
+Sweep Parser::sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::Node>* value_nodes) const {
+  const MapView m = map(n, "sweep", {"parameter", "values"});
+  Sweep w;
+  const std::string p = one_of(need(m, "sweep", "parameter"), "sweep.parameter",
+                               {"loss", "skew", "planes", "message_bytes", "connections"});
+  w.parameter = p == "skew" ? "skew_ns" : p;
+  const YAML::Node& values = need(m, "sweep", "values");
+  sequence(values, "sweep.values", 1, 64);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string k = idx("sweep.values", i);
+    const YAML::Node& v = values[i];
+    double x = 0;
+    if (p == "loss") x = probability(v, k);
+    else if (p == "skew") x = static_cast<double>(duration(v, k, 0, kSec));
+    else if (p == "planes") x = static_cast<double>(uint(v, k, 1, kMaxPlanes));
+    else if (p == "message_bytes") x = static_cast<double>(size(v, k, 1, kMaxMessage));
+    else x = static_cast<double>(uint(v, k, 1, kMaxConnections));
+    w.values.push_back(x);
+    value_nodes->push_back(v);
+  }
+  (void)s;
+  return w;
+}
+
+void Parser::sim(const YAML::Node& n, Scenario& s) const {
+  const MapView m = map(n, "sim", {"time_scale", "plane_rate", "plane_delay", "mtu_payload"});
+  if (const auto* v = m.find("time_scale")) s.sim.time_scale = number(*v, "sim.time_scale", 0, 1, true);
+  if (const auto* v = m.find("plane_rate")) s.sim.plane_rate_bps = rate(*v, "sim.plane_rate", 0, kMaxRate, true);
+  if (const auto* v = m.find("plane_delay")) s.sim.plane_delay_ns = duration(*v, "sim.plane_delay", 0, kSec);
+  if (const auto* v = m.find("mtu_payload")) {
+    s.sim.mtu_payload = static_cast<uint32_t>(size(*v, "sim.mtu_payload", 256, 8192));
+    if (s.sim.mtu_payload % 64) fail(*v, "sim.mtu_payload", "must be a multiple of 64 (got " + v->Scalar() + ")");
+  }
+}
+
+Scenario Parser::parse(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ParseError{source_ + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg};
+  }
+  if (!root.IsDefined() || root.IsNull()) throw ParseError{source_ + ": the file is empty (a scenario is a mapping)"};
+  const MapView m = map(root, "",
+                        {"name", "description", "seed", "topology", "hosts", "fabric", "base", "duration", "interval",
+                         "jobs", "timeline", "assertions", "sweep", "sim"});
+  Scenario s;
+  s.source = source_;
+  s.yaml = text;
+  {
+    const YAML::Node& v = need(m, "", "name");
+    s.name = str(v, "name");
+    if (!valid_name(s.name, 40, false)) fail(v, "name", "must match [a-z0-9-]{1,40} (got '" + s.name + "')");
+  }
+  {
+    const YAML::Node& v = need(m, "", "description");
+    s.description = str(v, "description");
+    while (!s.description.empty() && (s.description.back() == '\n' || s.description.back() == ' ')) s.description.pop_back();
+    if (s.description.empty()) fail(v, "description", "must not be empty");
+    if (s.description.find('\n') != std::string::npos) fail(v, "description", "must be one line");
+    if (s.description.size() > 200)
+      fail(v, "description", "must be at most 200 characters (got " + std::to_string(s.description.size()) + ")");
+  }
+  if (const auto* v = m.find("seed")) s.seed = uint(*v, "seed", 0, UINT64_MAX / 2);
+  if (const auto* v = m.find("topology")) topology(*v, s);
+  if (const auto* v = m.find("sim")) sim(*v, s);
+  if (const auto* v = m.find("hosts"); v && !v->IsNull()) hosts(*v, s);
+  // Hosts the file does not name are h<index> (enough for the simulator).
+  for (uint32_t i = static_cast<uint32_t>(s.host_order.size()); i < s.hosts_count; ++i) {
+    std::string name = "h" + std::to_string(i);
+    while (std::find(s.host_order.begin(), s.host_order.end(), name) != s.host_order.end()) name += "_";
+    s.host_order.push_back(name);
+  }
+  if (const auto* v = m.find("fabric"); v && !v->IsNull()) {
+    s.fabric = str(*v, "fabric");
+    if (s.fabric.empty()) fail(*v, "fabric", "the daemon address is empty");
+  }
+  if (const auto* v = m.find("base"); v && !v->IsNull()) s.base = link_settings(*v, "base");
+  if (const auto* v = m.find("duration")) s.duration_ns = duration(*v, "duration", 100 * kMs, kHour);
+  if (const auto* v = m.find("interval")) {
+    s.interval_ns = duration(*v, "interval", 10 * kMs, kHour);
+    if (s.interval_ns > s.duration_ns)
+      fail(*v, "interval", "must be in [10ms, duration] = [10ms, " + format_duration(s.duration_ns) + "] (got " + v->Scalar() + ")");
+  } else if (s.interval_ns > s.duration_ns) {
+    s.interval_ns = s.duration_ns;
+  }
+
+  // Jobs.
+  {
+    const YAML::Node& jobs = need(m, "", "jobs");
+    sequence(jobs, "jobs", 1, kMaxJobs);
+    std::vector<YAML::Node> with_nodes;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const std::string key = idx("jobs", i);
+      Job j = job(jobs[i], key, s);
+      for (size_t k = 0; k < s.jobs.size(); ++k)
+        if (s.jobs[k].name == j.name)
+          fail(jobs[i]["name"], key + ".name", "duplicate job name '" + j.name + "' (also jobs[" + std::to_string(k) + "])");
+      s.jobs.push_back(std::move(j));
+    }
+    // `with` names other jobs; a job listed in a `with` runs inside that job's run only.
+    std::set<std::string> listed;
+    for (const Job& j : s.jobs) listed.insert(j.with.begin(), j.with.end());
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      const Job& j = s.jobs[i];
+      const YAML::Node w = jobs[i]["with"];
+      const std::string key = idx("jobs", i) + ".with";
+      std::set<std::string> seen;
+      for (size_t k = 0; k < j.with.size(); ++k) {
+        const YAML::Node wn = w.IsSequence() ? w[k] : w;
+        const std::string wk = w.IsSequence() ? idx(key, k) : key;
+        const std::string& other = j.with[k];
+        if (other == j.name) fail(wn, wk, "a job cannot run with itself");
+        const bool known = std::any_of(s.jobs.begin(), s.jobs.end(), [&](const Job& x) { return x.name == other; });
+        if (!known) {
+          std::vector<std::string> names;
+          for (const Job& x : s.jobs) names.push_back(x.name);
+          fail(wn, wk, "unknown job '" + other + "' (jobs: " + join(names) + ")");
+        }
+        if (!seen.insert(other).second) fail(wn, wk, "lists '" + other + "' twice");
+      }
+      if (!j.with.empty() && listed.count(j.name))
+        fail(w, key, "'" + j.name + "' is itself listed in another job's with; nesting is not supported");
+    }
+  }
+
+  // Sweep values are checked against the timeline below (planes vs plane selectors).
+  std::vector<YAML::Node> sweep_value_nodes;
+  if (const auto* v = m.find("sweep"); v && !v->IsNull()) s.sweep = sweep(*v, s, &sweep_value_nodes);
+
+  if (const auto* v = m.find("timeline"); v && !v->IsNull()) {
+    sequence(*v, "timeline", 0, 1000);
+    for (size_t i = 0; i < v->size(); ++i) s.timeline.push_back(fault((*v)[i], idx("timeline", i), s));
+  }
+  if (s.sweep && s.sweep->parameter == "planes") {
+    uint32_t needed = 1;
+    size_t which = 0;
+    for (size_t i = 0; i < s.timeline.size(); ++i)
+      if (s.timeline[i].selector.plane && *s.timeline[i].selector.plane + 1 > needed)
+        needed = *s.timeline[i].selector.plane + 1, which = i;
+    for (size_t i = 0; i < s.sweep->values.size(); ++i)
+      if (s.sweep->values[i] < needed)
+        fail(sweep_value_nodes[i], idx("sweep.values", i),
+             "timeline[" + std::to_string(which) + "] names plane " + std::to_string(needed - 1) + ", so at least " +
+                 std::to_string(needed) + " planes are needed (got " + sweep_value_nodes[i].Scalar() + ")");
+  }
+  if (const auto* v = m.find("assertions"); v && !v->IsNull()) {
+    sequence(*v, "assertions", 0, 256);
+    for (size_t i = 0; i < v->size(); ++i) s.assertions.push_back(assertion((*v)[i], idx("assertions", i), s));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<Scenario> parse_scenario_yaml(const std::string& text, const std::string& source, std::string* error) {
+  try {
+    Parser p(source);
+    return p.parse(text);
+  } catch (const ParseError& e) {
+    if (error) *error = e.text;
+  } catch (const YAML::Exception& e) {
+    if (error) *error = (source.empty() ? "<scenario>" : source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
+  }
+  return std::nullopt;
+}
+
+std::optional<Scenario> load_scenario_file(const std::string& path, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (error) *error = path + ": cannot read the file";
+    return std::nullopt;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_scenario_yaml(ss.str(), path, error);
+}
+
+std::string check_runnable(const Scenario& s, bool live) {
+  if (live) {
+    for (size_t i = 0; i < s.jobs.size(); ++i)
+      for (const std::string* h : {&s.jobs[i].from, &s.jobs[i].to})
+        if (!s.hosts.count(*h))
+          return "jobs[" + std::to_string(i) + "]." + (h == &s.jobs[i].from ? "from" : "to") + ": host " + *h +
+                 " has no daemon address (list it under hosts: " + *h + ": unix:///run/metaroce/...)";
+    if (s.fabric.empty()) return "fabric: a live run needs the fabric daemon's address (fabric: unix:///run/metaroce/...)";
+    if (s.sweep && s.sweep->parameter == "planes") return "sweep.parameter: planes can only be swept in the simulator";
+    return {};
+  }
+  for (size_t i = 0; i < s.jobs.size(); ++i)
+    if (s.jobs[i].op != "write")
+      return "jobs[" + std::to_string(i) + "].op: the simulator runs write only (got " + s.jobs[i].op + ")";
+  const Nanos interval = static_cast<Nanos>(std::llround(static_cast<double>(s.interval_ns) * s.sim.time_scale));
+  if (interval < 1000)
+    return "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got " +
+           format_duration(interval) + ")";
+  // Buffers the simulated WRITEs need: source and destination slots per lane.
+  for (size_t i = 0; i < s.jobs.size(); ++i) {
+    const Job& j = s.jobs[i];
+    double size = j.message_bytes, conns = j.connections;
+    if (s.sweep && s.sweep->parameter == "message_bytes") size = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
+    if (s.sweep && s.sweep->parameter == "connections") conns = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
+    const double slots = std::max<double>(j.queue_depth, std::min<double>(std::max<double>(2.0 * j.queue_depth, 32),
+                                                                          std::floor((64.0 * 1024 * 1024) / size)));
+    const double bytes = 2 * slots * size * conns * j.streams;
+    if (bytes > 2048.0 * 1024 * 1024)
+      return "jobs[" + std::to_string(i) + "]: the simulator would need " + trim_number(bytes / (1024 * 1024), 0) +
+             " MiB of buffers (2 x queue_depth x size x connections x streams), at most 2048";
+  }
+  return {};
+}
+
+std::vector<PlannedRun> plan_runs(const Scenario& s) {
+  std::set<std::string> inside;
+  for (const Job& j : s.jobs) inside.insert(j.with.begin(), j.with.end());
+  std::vector<std::vector<const Job*>> groups;
+  for (const Job& j : s.jobs) {
+    if (inside.count(j.name)) continue;
+    std::vector<const Job*> g{&j};
+    for (const std::string& w : j.with)
+      for (const Job& o : s.jobs)
+        if (o.name == w) g.push_back(&o);
+    groups.push_back(std::move(g));
+  }
+  std::vector<PlannedRun> runs;
+  if (!s.sweep) {
+    for (auto& g : groups) runs.push_back({g, "", 0});
+    return runs;
+  }
+  // Value by value, every job at that value, so the transports compared at one
+  // value run next to each other.
+  for (double v : s.sweep->values)
+    for (auto& g : groups) runs.push_back({g, s.sweep->parameter, v});
+  return runs;
+}
+
+}  // namespace metaroce::scenario

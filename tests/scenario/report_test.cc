@@ -1,0 +1,438 @@
+// Reports (scenario/src/report.cc): report.json round-trips the Report,
+// timeseries.csv has one row per run and interval, report.html is well formed
+// with its four plots and escapes text, format_number, summary_table and
+// write_report. The page as Chromium renders it: report_html_test.cc.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "metaroce/scenario/report.h"
+
+namespace ms = metaroce::scenario;
+namespace fs = std::filesystem;
+
+namespace metaroce::scenario::testing {
+
+// A loss sweep (0, 1%, 5%) of MetaRoCE against RoCEv2 on 4 planes x 25 Gb/s,
+// 8 intervals of 250 ms per run, plane 1 down from 0.5 s to 1.5 s, latency
+// (RoCEv2 at 5% loss has no samples) and one failed assertion. Shared with
+// report_html_test.cc.
+Report make_sweep_report(const std::string& rocev2_name) {
+  Report r;
+  r.scenario_name = "loss-sweep";
+  r.description = "Retained throughput vs random loss 0-5%, MetaRoCE vs RoCEv2 (plane 1 fails briefly)";
+  r.source = "configs/scenarios/loss-sweep.yaml";
+  r.mode = "sim";
+  r.version = "0.9.0";
+  r.started_at = "2024-05-01T12:00:00Z";
+  r.seed = 7;
+  r.scenario_yaml =
+      "name: loss-sweep\n# <script>alert('yaml')</script> & \"quotes\"\njobs:\n"
+      "  - {name: metaroce, transport: metaroce}\nsweep: {parameter: loss, values: [0, 1%, 5%]}\n";
+  r.planes = 4;
+  r.plane_rate_bps = 25e9;
+  const std::vector<double> losses = {0, 0.01, 0.05};
+  for (double loss : losses) {
+    for (int j = 0; j < 2; ++j) {
+      RunResult run;
+      const bool meta = j == 0;
+      run.job = meta ? "metaroce" : rocev2_name;
+      run.transport = meta ? "metaroce" : "rocev2";
+      run.op = "write";
+      run.sweep_parameter = "loss";
+      run.sweep_value = loss;
+      run.seed = 7 + static_cast<uint64_t>(j);
+      const double base = meta ? 92e9 * (1 - 1.5 * loss) : 88e9 * std::exp(-45 * loss);
+      double sum = 0;
+      for (int k = 0; k < 8; ++k) {
+        Interval iv;
+        iv.t0_s = 0.25 * k;
+        iv.t1_s = iv.t0_s + 0.25;
+        const bool down = iv.t0_s >= 0.5 && iv.t1_s <= 1.5;
+        iv.goodput_bps = base * (k == 0 ? 0.8 : 1.0) * (down ? (meta ? 0.74 : 0.35) : 1.0);
+        sum += iv.goodput_bps;
+        iv.retransmits = static_cast<uint64_t>(loss * 20000 + (down ? 300 : 0) + k);
+        iv.loss_seen = loss * (meta ? 1.0 : 1.6);
+        for (int p = 0; p < 4; ++p) {
+          const double share = down ? (p == 1 ? 0.0 : 1.0 / 3) : 0.25;
+          iv.plane_utilisation.push_back(iv.goodput_bps * share / 25e9);
+          iv.plane_bytes.push_back(iv.goodput_bps * share * 0.25 / 8);
+        }
+        iv.queue_bytes = 4096.0 * (k % 3);
+        iv.ecn_marks = static_cast<uint64_t>(k);
+        run.intervals.push_back(iv);
+      }
+      run.goodput_bps = sum / 8;
+      run.bytes = static_cast<uint64_t>(run.goodput_bps * 2 / 8);
+      run.messages = run.bytes / 16384;
+      run.retransmits = static_cast<uint64_t>(loss * 160000) + 2400;
+      run.spurious_retransmits = meta ? 12 : 0;
+      run.rtos = meta ? 1 : static_cast<uint64_t>(3 + loss * 400);
+      run.data_packets = run.bytes / 4096;
+      run.path_state_changes = meta ? 6 : 0;
+      run.verified = true;
+      run.verification = "passed";
+      if (!(j == 1 && loss == 0.05)) {
+        run.latency.samples = 50000;
+        run.latency.min_us = 6.5;
+        run.latency.median_us = meta ? 11.2 + 100 * loss : 10.8 + 900 * loss;
+        run.latency.avg_us = run.latency.median_us * 1.3;
+        run.latency.p99_us = meta ? 48.5 + 400 * loss : 250 + 4000 * loss;
+        run.latency.p999_us = meta ? 120.25 + 900 * loss : 1800 + 9000 * loss;
+        run.latency.max_us = run.latency.p999_us * 3;
+      }
+      run.events = {{0.5, "plane 1 down"}, {1.5, "plane 1 up"}};
+      r.runs.push_back(run);
+    }
+  }
+  r.assertions = {
+      {"retained: metaroce >= 0.85 at every loss value", true, "min retained 92.5% at loss 5% (>= 85.0%)"},
+      {"data_errors: all <= 0", true, "0 verification failures"},
+      {"retained: " + rocev2_name + " >= 0.5 at every loss value", false, "retained 10.5% at loss 5% (< 50.0%)"},
+  };
+  return r;
+}
+
+// One plane of four fails from 2 s to 4 s of a 6 s run (no sweep).
+Report make_fault_report() {
+  Report r;
+  r.scenario_name = "plane-failure";
+  r.description = "One plane of four fails and returns, under 0.5% loss <script>document.title='x'</script>";
+  r.source = "configs/scenarios/plane-failure.yaml";
+  r.mode = "live";
+  r.version = "0.9.0";
+  r.started_at = "2024-05-01T12:30:00Z";
+  r.seed = 1;
+  r.scenario_yaml = "name: plane-failure\ntimeline:\n  - {at: 2s, action: down, plane: 1, label: plane 1 down}\n";
+  r.planes = 4;
+  r.plane_rate_bps = 25e9;
+  for (int j = 0; j < 2; ++j) {
+    const bool meta = j == 0;
+    RunResult run;
+    run.job = meta ? "metaroce" : "rocev2";
+    run.transport = meta ? "metaroce" : "rocev2";
+    run.op = "write";
+    double sum = 0;
+    for (int k = 0; k < 24; ++k) {
+      Interval iv;
+      iv.t0_s = 0.25 * k;
+      iv.t1_s = iv.t0_s + 0.25;
+      const bool down = iv.t0_s >= 2.0 && iv.t1_s <= 4.0;
+      const double base = meta ? 9.1e9 : 8.4e9;
+      iv.goodput_bps = base * (down ? (meta ? (k == 8 ? 0.45 : 0.74) : (k < 10 ? 0.3 : 0.05)) : 1.0) *
+                       (1 + 0.02 * std::sin(k));
+      sum += iv.goodput_bps;
+      iv.retransmits = static_cast<uint64_t>(down ? 400 + 10 * k : 40);
+      iv.loss_seen = down ? 0.02 : 0.005;
+      for (int p = 0; p < 4; ++p) {
+        const double share = down ? (p == 1 ? 0.0 : meta ? 1.0 / 3 : 0.25) : 0.25;
+        iv.plane_utilisation.push_back(std::min(1.0, iv.goodput_bps * share / 2.5e9));
+        iv.plane_bytes.push_back(iv.goodput_bps * share * 0.25 / 8);
+      }
+      run.intervals.push_back(iv);
+    }
+    run.goodput_bps = sum / 24;
+    run.bytes = static_cast<uint64_t>(run.goodput_bps * 6 / 8);
+    run.retransmits = meta ? 5400 : 7100;
+    run.spurious_retransmits = meta ? 31 : 2;
+    run.rtos = meta ? 2 : 57;
+    run.path_state_changes = meta ? 4 : 0;
+    run.verified = true;
+    run.verification = "passed";
+    run.latency = {80000, 5.1, 14.3, 19.9, 88.0, 2100.5, 9100};
+    if (!meta) run.latency = {40000, 6.0, 15.2, 250.4, 8200, 52000, 210000};
+    run.events = {{2.0, "plane 1 down"}, {4.0, "plane 1 up"}};
+    run.seed = 1;
+    r.runs.push_back(run);
+  }
+  r.assertions = {{"goodput_ratio: metaroce [2.5s, 4s] / [0.5s, 2s] >= 0.6", true, "0.74 >= 0.60"},
+                  {"job_succeeded: metaroce", true, "done"}};
+  return r;
+}
+
+}  // namespace metaroce::scenario::testing
+
+namespace {
+
+using metaroce::scenario::testing::make_fault_report;
+using metaroce::scenario::testing::make_sweep_report;
+
+size_t count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+std::string html_unescape(std::string s) {
+  const std::pair<const char*, const char*> ents[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&nbsp;", " "}, {"&amp;", "&"}};
+  for (const auto& [from, to] : ents)
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + 1)) s.replace(p, std::strlen(from), to);
+  return s;
+}
+
+struct Tagged {
+  std::string pointer, text;
+};
+// Elements carrying data-key hold plain text only: pointer and text of each.
+std::vector<Tagged> data_keys(const std::string& html) {
+  std::vector<Tagged> out;
+  const std::string attr = "data-key=\"";
+  for (size_t p = html.find(attr); p != std::string::npos; p = html.find(attr, p + 1)) {
+    const size_t b = p + attr.size(), e = html.find('"', b);
+    const size_t gt = html.find('>', e), lt = html.find('<', gt);
+    out.push_back({html_unescape(html.substr(b, e - b)), html_unescape(html.substr(gt + 1, lt - gt - 1))});
+  }
+  return out;
+}
+
+TEST(ReportJson, RoundTripsKeyFields) {
+  const ms::Report r = make_sweep_report("rocev2");
+  const std::string text = ms::report_json(r);
+  EXPECT_EQ(text.rfind("{\n  \"scenario_name\": \"loss-sweep\",\n  \"description\"", 0), 0u) << text.substr(0, 200);
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["scenario_name"], r.scenario_name);
+  EXPECT_EQ(j["description"], r.description);
+  EXPECT_EQ(j["source"], r.source);
+  EXPECT_EQ(j["mode"], "sim");
+  EXPECT_EQ(j["version"], "0.9.0");
+  EXPECT_EQ(j["started_at"], "2024-05-01T12:00:00Z");
+  EXPECT_EQ(j["seed"], 7);
+  EXPECT_EQ(j["scenario_yaml"], r.scenario_yaml);
+  EXPECT_EQ(j["planes"], 4);
+  EXPECT_DOUBLE_EQ(j["plane_rate_bps"].get<double>(), 25e9);
+  ASSERT_EQ(j["runs"].size(), 6u);
+  const auto& run = j["runs"][5];
+  EXPECT_EQ(run["job"], "rocev2");
+  EXPECT_EQ(run["transport"], "rocev2");
+  EXPECT_EQ(run["sweep_parameter"], "loss");
+  EXPECT_DOUBLE_EQ(run["sweep_value"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(run["goodput_bps"].get<double>(), r.runs[5].goodput_bps);
+  EXPECT_EQ(run["retransmits"], r.runs[5].retransmits);
+  EXPECT_EQ(run["rtos"], r.runs[5].rtos);
+  EXPECT_EQ(run["verification"], "passed");
+  EXPECT_EQ(run["latency"]["samples"], 0);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["latency"]["p999_us"].get<double>(), r.runs[0].latency.p999_us);
+  ASSERT_EQ(run["intervals"].size(), 8u);
+  ASSERT_EQ(run["intervals"][3]["plane_utilisation"].size(), 4u);
+  EXPECT_DOUBLE_EQ(run["intervals"][3]["plane_utilisation"][1].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(run["intervals"][3]["goodput_bps"].get<double>(), r.runs[5].intervals[3].goodput_bps);
+  EXPECT_DOUBLE_EQ(run["intervals"][7]["t1_s"].get<double>(), 2.0);
+  ASSERT_EQ(run["events"].size(), 2u);
+  EXPECT_DOUBLE_EQ(run["events"][1]["t_s"].get<double>(), 1.5);
+  EXPECT_EQ(run["events"][1]["label"], "plane 1 up");
+  ASSERT_EQ(j["assertions"].size(), 3u);
+  EXPECT_FALSE(j["assertions"][2]["passed"].get<bool>());
+  EXPECT_EQ(j["assertions"][2]["detail"], r.assertions[2].detail);
+  // Derived: retained against the same job at the first sweep value.
+  EXPECT_FALSE(j["derived"]["passed"].get<bool>());
+  EXPECT_EQ(j["derived"]["assertions_failed"], 1);
+  EXPECT_NEAR(j["derived"]["runs"][5]["retained"].get<double>(), r.runs[5].goodput_bps / r.runs[1].goodput_bps, 1e-12);
+  EXPECT_DOUBLE_EQ(j["derived"]["runs"][0]["retained"].get<double>(), 1.0);
+  // Stable: the same report gives the same text.
+  EXPECT_EQ(text, ms::report_json(r));
+}
+
+TEST(ReportJson, FaultWindowDerived) {
+  const auto j = nlohmann::json::parse(ms::report_json(make_fault_report()));
+  const auto& d = j["derived"]["runs"][0];
+  EXPECT_DOUBLE_EQ(d["fault_from_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(d["fault_to_s"].get<double>(), 4.0);
+  EXPECT_GT(d["fault_retained"].get<double>(), 0.6);
+  EXPECT_LT(d["fault_retained"].get<double>(), 0.8);
+  EXPECT_LT(j["derived"]["runs"][1]["fault_retained"].get<double>(), 0.3);
+  EXPECT_FALSE(d.contains("retained"));  // no sweep
+  EXPECT_TRUE(j["derived"]["passed"].get<bool>());
+}
+
+TEST(ReportJson, NonFiniteAndInvalidUtf8DoNotThrow) {
+  ms::Report r = make_fault_report();
+  r.runs[0].goodput_bps = std::nan("");
+  r.description = "bad \xff byte";
+  const auto j = nlohmann::json::parse(ms::report_json(r));
+  EXPECT_TRUE(j["runs"][0]["goodput_bps"].is_null());
+  EXPECT_NE(ms::report_html(r).find("n/a"), std::string::npos);
+}
+
+TEST(ReportCsv, HeaderAndOneRowPerRunAndInterval) {
+  const ms::Report r = make_sweep_report("rocev2, \"the baseline\"");
+  const std::string csv = ms::timeseries_csv(r);
+  std::istringstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header,
+            "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,queue_bytes,"
+            "ecn_marks,plane0_util,plane1_util,plane2_util,plane3_util");
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 6u * 8u);
+  EXPECT_EQ(rows[0].rfind("0,metaroce,metaroce,loss,0,0,0.25,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[8].rfind("1,\"rocev2, \"\"the baseline\"\"\",rocev2,loss,0,0,0.25,", 0), 0u) << rows[8];
+  EXPECT_EQ(rows[47].rfind("5,", 0), 0u);
+  // Plane columns as wide as the widest run; a narrower run leaves them empty.
+  ms::Report narrow = make_fault_report();
+  narrow.runs[1].intervals[0].plane_utilisation.resize(2);
+  const std::string c2 = ms::timeseries_csv(narrow);
+  EXPECT_NE(c2.find("plane3_util\n"), std::string::npos);
+  EXPECT_EQ(count(c2, "\n"), 1u + 48u);
+  EXPECT_NE(c2.find(",,\n"), std::string::npos);
+}
+
+TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
+  const ms::Report r = make_sweep_report("rocev2<script>alert(1)</script>");
+  const std::string html = ms::report_html(r);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+  EXPECT_EQ(count(html, "<svg"), 4u);
+  for (const char* id : {"plot-goodput", "plot-retained", "plot-planes", "plot-latency"})
+    EXPECT_NE(html.find("<svg id=\"" + std::string(id) + "\" role=\"img\" aria-label=\""), std::string::npos) << id;
+  EXPECT_EQ(html.find("plot-goodput-bars"), std::string::npos);
+  EXPECT_EQ(count(html, "<text"), count(html, "</text>"));
+  EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
+  EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  // No raw markup from names, the description or the YAML.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("rocev2&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("# &lt;script&gt;alert(&#39;yaml&#39;)&lt;/script&gt; &amp; &quot;quotes&quot;"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no external resources
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(html.find("<details>"), std::string::npos);
+  EXPECT_NE(html.find("FAIL: "), std::string::npos);
+  EXPECT_NE(html.find("Skipped (0 samples): rocev2&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("SIM"), std::string::npos);
+  EXPECT_NE(html.find(r.description), std::string::npos);
+  EXPECT_NE(html.find("plane 1 down"), std::string::npos);
+  // Every data-key is a JSON pointer into report.json and shows format_number of its value.
+  const auto j = nlohmann::json::parse(ms::report_json(r));
+  const auto keys = data_keys(html);
+  EXPECT_GT(keys.size(), 60u);
+  for (const auto& k : keys) {
+    const nlohmann::json::json_pointer ptr(k.pointer);
+    ASSERT_TRUE(j.contains(ptr)) << k.pointer;
+    ASSERT_TRUE(j.at(ptr).is_number()) << k.pointer;
+    EXPECT_EQ(k.text, ms::format_number(k.pointer.substr(k.pointer.rfind('/') + 1), j.at(ptr).get<double>()))
+        << k.pointer;
+  }
+}
+
+TEST(ReportHtml, NoSweepShowsGoodputBars) {
+  const ms::Report r = make_fault_report();
+  const std::string html = ms::report_html(r);
+  for (const char* id : {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency"})
+    EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
+  EXPECT_EQ(html.find("plot-retained"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("data-key=\"/derived/runs/0/fault_retained\""), std::string::npos);
+  EXPECT_NE(html.find("PASS: all"), std::string::npos);
+  EXPECT_NE(html.find("LIVE"), std::string::npos);
+}
+
+TEST(ReportHtml, EmptyReportStillRenders) {
+  ms::Report r;
+  r.mode = "sim";
+  const std::string html = ms::report_html(r);
+  EXPECT_EQ(count(html, "<svg"), 4u);
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+  EXPECT_NE(html.find("No assertions"), std::string::npos);
+  EXPECT_FALSE(ms::summary_table(r).empty());
+}
+
+TEST(FormatNumber, Cases) {
+  EXPECT_EQ(ms::format_number("goodput_bps", 12.344e9), "12.34 Gb/s");
+  EXPECT_EQ(ms::format_number("plane_rate_bps", 25e9), "25.00 Gb/s");
+  EXPECT_EQ(ms::format_number("fault_goodput_bps", 0), "0.00 Gb/s");
+  EXPECT_EQ(ms::format_number("plane_utilisation", 0.4567), "45.7%");
+  EXPECT_EQ(ms::format_number("retained", 1), "100.0%");
+  EXPECT_EQ(ms::format_number("fault_retained", 0.0004), "0.0%");
+  EXPECT_EQ(ms::format_number("loss_seen", 0.0123), "1.2%");
+  EXPECT_EQ(ms::format_number("goodput_ratio", 0.75), "75.0%");
+  EXPECT_EQ(ms::format_number("p99_us", 123.44), "123.4 us");
+  EXPECT_EQ(ms::format_number("median_us", 7), "7.0 us");
+  EXPECT_EQ(ms::format_number("retransmits", 1234567), "1234567");
+  EXPECT_EQ(ms::format_number("rtos", 0), "0");
+  EXPECT_EQ(ms::format_number("samples", 50000), "50000");
+  EXPECT_EQ(ms::format_number("seed", 18014398509481984.0), "18014398509481984");
+  EXPECT_EQ(ms::format_number("t_s", 1.5), "1.50 s");
+  EXPECT_EQ(ms::format_number("sweep_value", 0.001), "0.001");
+  EXPECT_EQ(ms::format_number("goodput_bps", std::nan("")), "n/a");
+  EXPECT_EQ(ms::format_number("goodput_bps", -0.0), "0.00 Gb/s");
+}
+
+TEST(SummaryTable, ColumnsAndAssertionLines) {
+  const std::string t = ms::summary_table(make_sweep_report("rocev2"));
+  std::istringstream in(t);
+  std::string header, rule;
+  std::getline(in, header);
+  std::getline(in, rule);
+  for (const char* c : {"run", "transport", "loss", "goodput", "retained", "retransmits", "spurious", "RTOs",
+                        "path changes", "verification", "state"})
+    EXPECT_NE(header.find(c), std::string::npos) << c;
+  EXPECT_EQ(rule.find_first_not_of('-'), std::string::npos);
+  // Rows aligned: the goodput column ends at the same position in every row.
+  const size_t end = header.find("goodput") + std::string("goodput").size();
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line) && !line.empty()) {
+    ++rows;
+    EXPECT_EQ(line.substr(end - 5, 5), " Gb/s") << line;
+  }
+  EXPECT_EQ(rows, 6);
+  EXPECT_NE(t.find("assertions: 2 of 3 passed"), std::string::npos);
+  EXPECT_NE(t.find("  PASS  retained: metaroce >= 0.85"), std::string::npos);
+  EXPECT_NE(t.find("  FAIL  retained: rocev2 >= 0.5 at every loss value  (retained 10.5%"), std::string::npos);
+}
+
+fs::path temp_dir(const std::string& tag) {
+  std::string tmpl = (fs::temp_directory_path() / ("report_test_" + tag + "_XXXXXX")).string();
+  const char* p = mkdtemp(tmpl.data());
+  EXPECT_NE(p, nullptr);
+  return fs::path(tmpl);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(WriteReport, WritesThreeFilesIntoNewDirectories) {
+  const fs::path root = temp_dir("write");
+  const fs::path dir = root / "a" / "b";
+  const ms::Report r = make_sweep_report("rocev2");
+  std::string err;
+  ASSERT_TRUE(ms::write_report(r, dir.string(), &err)) << err;
+  EXPECT_EQ(slurp(dir / "report.json"), ms::report_json(r));
+  EXPECT_EQ(slurp(dir / "timeseries.csv"), ms::timeseries_csv(r));
+  EXPECT_EQ(slurp(dir / "report.html"), ms::report_html(r));
+  // Again into the same directory: overwrites.
+  ASSERT_TRUE(ms::write_report(make_fault_report(), dir.string(), &err)) << err;
+  EXPECT_NE(slurp(dir / "report.json").find("plane-failure"), std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST(WriteReport, ErrorsNameThePath) {
+  const fs::path root = temp_dir("err");
+  std::ofstream(root / "file") << "x";
+  std::string err;
+  const std::string under_file = (root / "file" / "out").string();
+  EXPECT_FALSE(ms::write_report(make_fault_report(), under_file, &err));
+  EXPECT_NE(err.find(under_file), std::string::npos) << err;
+  // A file that cannot be opened for writing (a directory in its place).
+  fs::create_directories(root / "out" / "report.json");
+  err.clear();
+  EXPECT_FALSE(ms::write_report(make_fault_report(), (root / "out").string(), &err));
+  EXPECT_NE(err.find((root / "out" / "report.json").string()), std::string::npos) << err;
+  EXPECT_FALSE(ms::write_report(make_fault_report(), under_file, nullptr));  // no error sink: no crash
+  fs::remove_all(root);
+}
+
+}  // namespace

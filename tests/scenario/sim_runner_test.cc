@@ -1,0 +1,529 @@
+// The simulator runner (plane failure, determinism, loss sweep, incast with
+// `with`, every sweep parameter) and the assertions over hand-made results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "metaroce/scenario/scenario.h"
+
+namespace metaroce::scenario {
+namespace {
+
+Scenario parse(const std::string& yaml) {
+  std::string err;
+  auto s = parse_scenario_yaml(yaml, "test.yaml", &err);
+  EXPECT_TRUE(s.has_value()) << err;
+  return s ? *s : Scenario{};
+}
+
+const RunResult* find_run(const Report& r, const std::string& job, double sweep_value = -1) {
+  for (const auto& run : r.runs)
+    if (run.job == job && (sweep_value < 0 || run.sweep_value == sweep_value)) return &run;
+  return nullptr;
+}
+
+double mean(const RunResult& r, double from, double to) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& iv : r.intervals)
+    if (iv.t0_s >= from - 1e-9 && iv.t1_s <= to + 1e-9) sum += iv.goodput_bps, ++n;
+  return n ? sum / n : 0;
+}
+
+double wall_seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// MetaRoCE gets queue_depth 64: the same 64 outstanding WRITEs RoCEv2 gets
+// from 4 connections x 16.
+const std::string kPlaneFailure = R"(name: plane-failure
+description: One plane of four fails and returns, under 0.5% loss
+topology: {hosts: 2, planes: 4, ecmp_links: 2}
+base: {loss: 0.5%, delay: 5us}
+duration: 6s
+interval: 250ms
+jobs:
+  - {name: metaroce, from: h0, to: h1, transport: metaroce, size: 16K, paths: 8, queue_depth: 64}
+  - {name: rocev2, from: h0, to: h1, transport: rocev2, size: 16K, connections: 4}
+timeline:
+  - {at: 2s, action: down, plane: 1, label: plane 1 down}
+  - {at: 4s, action: up, plane: 1}
+assertions:
+  - {metric: goodput_ratio, job: metaroce, window: [2.5s, 4s], baseline: [0.5s, 2s], min: 0.6}
+  - {metric: recovery_time, job: metaroce, at: 4s, baseline: [0.5s, 2s], fraction: 0.9, max: 1s}
+  - {metric: data_errors, job: all, max: 0}
+  - {metric: job_succeeded, job: metaroce}
+  - {metric: compare, job: metaroce, other: rocev2, window: [2.5s, 4s], min: 1.03}
+)";
+
+TEST(SimRunner, PlaneFailureMetaRoCEKeepsGoingRoCEv2Suffers) {
+  const Scenario s = parse(kPlaneFailure);
+  std::vector<std::string> lines;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Report r = run_scenario_sim(s, [&](const std::string& l) { lines.push_back(l); });
+  const double wall = wall_seconds(t0);
+  EXPECT_EQ(r.mode, "sim");
+  EXPECT_EQ(r.scenario_name, "plane-failure");
+  EXPECT_EQ(r.source, "test.yaml");
+  EXPECT_EQ(r.scenario_yaml, kPlaneFailure);
+  EXPECT_EQ(r.seed, 1u);
+  EXPECT_EQ(r.planes, 4u);
+  EXPECT_DOUBLE_EQ(r.plane_rate_bps, 25e9);
+  EXPECT_FALSE(r.version.empty());
+  ASSERT_EQ(r.started_at.size(), 20u);
+  EXPECT_EQ(r.started_at[10], 'T');
+  EXPECT_EQ(r.started_at.back(), 'Z');
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_EQ(lines.size(), 4u);  // a line per run and per job
+  EXPECT_EQ(lines[0], "run 1/2: metaroce (1 job)");
+
+  const RunResult& m = *find_run(r, "metaroce");
+  const RunResult& v2 = *find_run(r, "rocev2");
+  for (const RunResult* run : {&m, &v2}) {
+    SCOPED_TRACE(run->job);
+    ASSERT_EQ(run->intervals.size(), 24u);  // 6 s / 250 ms, in scenario seconds
+    EXPECT_DOUBLE_EQ(run->intervals.front().t0_s, 0);
+    EXPECT_DOUBLE_EQ(run->intervals.front().t1_s, 0.25);
+    EXPECT_DOUBLE_EQ(run->intervals.back().t1_s, 6.0);
+    EXPECT_EQ(run->intervals[0].plane_bytes.size(), 4u);
+    EXPECT_EQ(run->op, "write");
+    ASSERT_EQ(run->events.size(), 2u);
+    EXPECT_DOUBLE_EQ(run->events[0].first, 2.0);
+    EXPECT_EQ(run->events[0].second, "plane 1 down");
+    EXPECT_EQ(run->events[1].second, "plane 1 up");
+    EXPECT_GT(run->latency.samples, 0u);
+    EXPECT_LE(run->latency.min_us, run->latency.median_us);
+    EXPECT_LE(run->latency.median_us, run->latency.p99_us);
+    EXPECT_LE(run->latency.p99_us, run->latency.p999_us);
+    EXPECT_LE(run->latency.p999_us, run->latency.max_us);
+    EXPECT_GT(run->bytes, 0u);
+    EXPECT_GT(run->retransmits, 0u);
+    EXPECT_EQ(run->verify_failures, 0u);
+    EXPECT_TRUE(run->verified) << run->verification;
+    EXPECT_EQ(run->verification, "passed");
+    EXPECT_EQ(run->state, "done");
+    uint64_t retx = 0;
+    for (const auto& iv : run->intervals) retx += iv.retransmits;
+    EXPECT_EQ(retx, run->retransmits);
+  }
+  EXPECT_EQ(m.transport, "metaroce");
+  EXPECT_GT(m.path_state_changes, 0u);  // the paths on plane 1 went down and came back
+  // Simulated rate: about 4 x 25 Gb/s before the fault.
+  const double base_m = mean(m, 0.5, 2), during_m = mean(m, 2.5, 4), after_m = mean(m, 4.5, 6);
+  const double base_r = mean(v2, 0.5, 2), during_r = mean(v2, 2.5, 4);
+  std::printf("plane failure: metaroce %.1f / %.1f / %.1f Gb/s, rocev2 %.1f / %.1f Gb/s (before / during / after), "
+              "%.2f s wall\n",
+              base_m / 1e9, during_m / 1e9, after_m / 1e9, base_r / 1e9, during_r / 1e9, wall);
+  EXPECT_GT(base_m, 85e9);
+  EXPECT_GE(during_m / base_m, 0.6);
+  EXPECT_GE(after_m / base_m, 0.9);
+  EXPECT_LT(during_r, during_m);       // RoCEv2: one QP stalled, go-back-N on the others
+  EXPECT_LT(v2.goodput_bps, m.goodput_bps);
+  // Plane 1 carries (almost) nothing while it is down.
+  const Interval& mid = m.intervals[12];  // [3s, 3.25s]
+  EXPECT_LT(mid.plane_utilisation[1], 0.01);
+  EXPECT_GT(mid.plane_utilisation[0], 0.5);
+  EXPECT_GT(m.intervals[2].plane_utilisation[1], 0.5);
+
+  ASSERT_EQ(r.assertions.size(), 6u);  // data_errors all: one per run
+  for (const auto& a : r.assertions) EXPECT_TRUE(a.passed) << a.text << ": " << a.detail;
+  EXPECT_EQ(r.assertions[0].text, "goodput_ratio metaroce [2.5s,4s]/[0.5s,2s] >= 0.6");
+  EXPECT_EQ(r.assertions[2].text, "data_errors all <= 0 [metaroce]");
+  EXPECT_EQ(r.assertions[3].text, "data_errors all <= 0 [rocev2]");
+  EXPECT_TRUE(r.passed());
+  EXPECT_LT(wall, 30.0);
+}
+
+bool same_run(const RunResult& a, const RunResult& b) {
+  if (a.job != b.job || a.bytes != b.bytes || a.messages != b.messages || a.retransmits != b.retransmits ||
+      a.spurious_retransmits != b.spurious_retransmits || a.rtos != b.rtos || a.data_packets != b.data_packets ||
+      a.path_state_changes != b.path_state_changes || a.goodput_bps != b.goodput_bps || a.state != b.state ||
+      a.verification != b.verification || a.intervals.size() != b.intervals.size() ||
+      a.latency.samples != b.latency.samples || a.latency.p99_us != b.latency.p99_us ||
+      a.latency.max_us != b.latency.max_us)
+    return false;
+  for (size_t i = 0; i < a.intervals.size(); ++i) {
+    const Interval &x = a.intervals[i], &y = b.intervals[i];
+    if (x.goodput_bps != y.goodput_bps || x.retransmits != y.retransmits || x.plane_bytes != y.plane_bytes ||
+        x.queue_bytes != y.queue_bytes || x.ecn_marks != y.ecn_marks || x.loss_seen != y.loss_seen)
+      return false;
+  }
+  return true;
+}
+
+TEST(SimRunner, DeterministicForOneSeed) {
+  const std::string yaml = R"(name: determinism
+description: Loss, jitter, reordering and a flap, twice
+seed: 42
+topology: {hosts: 2, planes: 2, ecmp_links: 2}
+base: {loss: 1%, delay: 5us, jitter: 1us, reorder: 1%, reorder_delay: 10us, duplicate: 0.5%}
+duration: 2s
+interval: 100ms
+jobs:
+  - {name: metaroce, from: h0, to: h1, size: 16K, paths: 4}
+  - {name: rocev2, from: h1, to: h0, transport: rocev2, size: 16K, connections: 2}
+timeline:
+  - {at: 500ms, action: flap, plane: 1, period: 200ms, down_for: 50ms}
+  - {at: 1s, action: ramp, field: loss, from: 1%, to: 3%, over: 500ms, steps: 5}
+  - {at: 1500ms, action: flap, plane: 1, period: 0}
+)";
+  const Scenario s = parse(yaml);
+  const Report a = run_scenario_sim(s), b = run_scenario_sim(s);
+  ASSERT_EQ(a.runs.size(), b.runs.size());
+  for (size_t i = 0; i < a.runs.size(); ++i) EXPECT_TRUE(same_run(a.runs[i], b.runs[i])) << a.runs[i].job;
+  EXPECT_GT(a.runs[0].retransmits, 0u);
+  EXPECT_TRUE(a.runs[0].verified) << a.runs[0].verification;
+  // Another seed, another run.
+  Scenario other = s;
+  other.seed = 43;
+  const Report c = run_scenario_sim(other);
+  EXPECT_FALSE(same_run(a.runs[0], c.runs[0]));
+  EXPECT_EQ(c.runs[0].seed, 43u);
+}
+
+TEST(SimRunner, LossSweepRetainedFallsAndRoCEv2FallsFaster) {
+  const Scenario s = parse(R"(name: loss-sweep
+description: Retained throughput vs loss
+topology: {hosts: 2, planes: 4, ecmp_links: 2}
+base: {delay: 5us}
+duration: 2s
+interval: 250ms
+jobs:
+  - {name: metaroce, from: h0, to: h1, size: 16K, paths: 8, queue_depth: 64}
+  - {name: rocev2, from: h0, to: h1, transport: rocev2, size: 16K, connections: 4}
+sweep: {parameter: loss, values: [0, 1%, 5%]}
+assertions:
+  - {metric: retained, job: metaroce, min: 0.85}
+  - {metric: retained, job: rocev2, min: 0.9}
+  - {metric: compare, job: metaroce, other: rocev2, min: 0.9}
+)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Report r = run_scenario_sim(s);
+  const double wall = wall_seconds(t0);
+  ASSERT_EQ(r.runs.size(), 6u);
+  EXPECT_EQ(r.runs[0].sweep_parameter, "loss");
+  double g[2][3];
+  const char* jobs[2] = {"metaroce", "rocev2"};
+  const double values[3] = {0, 0.01, 0.05};
+  for (int j = 0; j < 2; ++j)
+    for (int v = 0; v < 3; ++v) {
+      const RunResult* run = find_run(r, jobs[j], values[v]);
+      ASSERT_NE(run, nullptr);
+      EXPECT_TRUE(run->verified) << run->job << " " << run->verification;
+      g[j][v] = run->goodput_bps;
+    }
+  std::printf("loss sweep (%.2f s wall): metaroce %.1f %.1f %.1f Gb/s, rocev2 %.1f %.1f %.1f Gb/s\n", wall,
+              g[0][0] / 1e9, g[0][1] / 1e9, g[0][2] / 1e9, g[1][0] / 1e9, g[1][1] / 1e9, g[1][2] / 1e9);
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_GT(g[j][0], g[j][1] * 0.999) << jobs[j];
+    EXPECT_GT(g[j][1], g[j][2]) << jobs[j];
+  }
+  EXPECT_LT(g[1][2] / g[1][0], g[0][2] / g[0][0]);  // retained at 5%
+  EXPECT_LT(g[1][2], g[0][2]);
+  // The retained assertions: MetaRoCE's passes, RoCEv2's (>= 0.9) fails; compare once per sweep value.
+  ASSERT_EQ(r.assertions.size(), 5u);
+  EXPECT_EQ(r.assertions[0].text, "retained metaroce >= 0.85");
+  EXPECT_TRUE(r.assertions[0].passed) << r.assertions[0].detail;
+  EXPECT_FALSE(r.assertions[1].passed) << r.assertions[1].detail;
+  EXPECT_NE(r.assertions[1].detail.find("(worst, at loss 5%"), std::string::npos) << r.assertions[1].detail;
+  EXPECT_EQ(r.assertions[4].text, "compare metaroce/rocev2 >= 0.9 [metaroce @ loss 5%]");
+  EXPECT_TRUE(r.assertions[4].passed) << r.assertions[4].detail;
+}
+
+TEST(SimRunner, IncastWithTwoSendersSharesTheDownlinkWithEcn) {
+  const Scenario s = parse(R"(name: ecn-incast
+description: Two senders into one receiver
+topology: {hosts: 3, planes: 2, ecmp_links: 1}
+base: {delay: 5us, ecn_threshold: 64K}
+duration: 3s
+interval: 250ms
+jobs:
+  - {name: sender1, from: h1, to: h0, size: 16K, paths: 4}
+  - {name: sender2, from: h2, to: h0, size: 16K, paths: 4, with: [sender1]}
+assertions:
+  - {metric: compare, job: sender1, other: sender2, min: 0.5}
+  - {metric: data_errors, job: all, max: 0}
+  - {metric: job_succeeded, job: all}
+)");
+  const auto runs = plan_runs(s);
+  ASSERT_EQ(runs.size(), 1u);
+  const Report r = run_scenario_sim(s);
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].job, "sender2");  // the run's own job first, then its `with`
+  EXPECT_EQ(r.runs[1].job, "sender1");
+  double total = 0;
+  uint64_t marks = 0;
+  for (const auto& run : r.runs) {
+    EXPECT_TRUE(run.verified) << run.job << " " << run.verification;
+    EXPECT_EQ(run.state, "done");
+    total += run.goodput_bps;
+    for (const auto& iv : run.intervals) marks += iv.ecn_marks;
+  }
+  const double capacity = 2 * 25e9;  // the receiver's two downlinks
+  std::printf("incast: %.1f + %.1f Gb/s into one receiver (%.0f%% of its downlinks), %llu ECN marks\n",
+              r.runs[0].goodput_bps / 1e9, r.runs[1].goodput_bps / 1e9, 100 * total / capacity,
+              static_cast<unsigned long long>(marks));
+  EXPECT_GT(total / capacity, 0.85);
+  EXPECT_GT(r.runs[0].goodput_bps / capacity, 0.3);
+  EXPECT_GT(r.runs[1].goodput_bps / capacity, 0.3);
+  EXPECT_GT(marks, 0u);
+  for (const auto& a : r.assertions) EXPECT_TRUE(a.passed) << a.text << ": " << a.detail;
+}
+
+TEST(SimRunner, EverySweepParameterApplies) {
+  const std::string head = R"(name: sweeps
+description: every sweep parameter
+topology: {hosts: 2, planes: 4, ecmp_links: 1}
+duration: 500ms
+interval: 100ms
+jobs:
+  - {name: m, from: h0, to: h1, size: 16K}
+  - {name: r, from: h0, to: h1, transport: rocev2, size: 16K, connections: 2}
+)";
+  {
+    const Report r = run_scenario_sim(parse(head + "sweep: {parameter: planes, values: [1, 2]}\n"));
+    ASSERT_EQ(r.runs.size(), 4u);
+    EXPECT_EQ(r.runs[0].intervals[0].plane_bytes.size(), 1u);
+    EXPECT_EQ(r.runs[2].intervals[0].plane_bytes.size(), 2u);
+    EXPECT_GT(r.runs[2].goodput_bps, 1.5 * r.runs[0].goodput_bps);  // two planes carry twice as much
+  }
+  {
+    const Report r = run_scenario_sim(parse(head + "sweep: {parameter: connections, values: [1, 4]}\n"));
+    const RunResult& one = *find_run(r, "r", 1);
+    const RunResult& four = *find_run(r, "r", 4);
+    // RoCEv2: one QP per connection on plane c % 4; 1 connection uses one plane.
+    EXPECT_LT(one.intervals[2].plane_utilisation[1], 0.05);
+    EXPECT_GT(four.intervals[2].plane_utilisation[1], 0.5);
+    EXPECT_GT(four.goodput_bps, 2 * one.goodput_bps);
+  }
+  {
+    const Report r = run_scenario_sim(parse(head + "sweep: {parameter: message_bytes, values: [4K, 64K]}\n"));
+    const RunResult& small = *find_run(r, "m", 4096);
+    const RunResult& big = *find_run(r, "m", 65536);
+    EXPECT_GT(small.messages, 4 * big.messages);
+    EXPECT_TRUE(small.verified && big.verified);
+  }
+  {
+    const Report r = run_scenario_sim(parse(head + "sweep: {parameter: skew, values: [0, 200us]}\n"));
+    const RunResult& none = *find_run(r, "m", 0);
+    const RunResult& skewed = *find_run(r, "m", 200000);
+    EXPECT_EQ(skewed.sweep_parameter, "skew_ns");
+    EXPECT_GT(skewed.latency.median_us, none.latency.median_us + 50);
+    EXPECT_TRUE(skewed.verified) << skewed.verification;
+  }
+}
+
+TEST(SimRunner, TimelineActionsAndSelectors) {
+  // A gray failure on one ECMP link, a ramp of the rate and a set by host pair and direction.
+  const Report r = run_scenario_sim(parse(R"(name: timeline
+description: set, ramp, down, up on selectors
+topology: {hosts: 3, planes: 2, ecmp_links: 2}
+duration: 1s
+interval: 100ms
+jobs:
+  - {name: m, from: h0, to: h1, size: 16K}
+timeline:
+  - {at: 200ms, action: set, plane: 0, ecmp: 1, set: {loss: 20%}}
+  - {at: 300ms, action: set, hosts: [0, 1], direction: a_to_b, set: {delay: 20us}}
+  - {at: 400ms, action: ramp, field: rate, from: 25G, to: 5G, over: 200ms, steps: 4}
+  - {at: 700ms, action: down, plane: 1}
+  - {at: 800ms, action: up}
+)"));
+  ASSERT_EQ(r.runs.size(), 1u);
+  const RunResult& m = r.runs[0];
+  EXPECT_TRUE(m.verified) << m.verification;
+  ASSERT_EQ(m.events.size(), 5u);
+  EXPECT_EQ(m.events[0].second, "loss 20% on plane 0 ecmp 1");
+  EXPECT_EQ(m.events[2].second, "ramp rate 25G -> 5G over 200ms on every link");
+  EXPECT_EQ(m.events[4].second, "every link up");
+  // At 5 Gb/s per ECMP link the run slows down.
+  EXPECT_LT(mean(m, 0.6, 0.7), 0.5 * mean(m, 0.1, 0.2));
+  EXPECT_LT(m.intervals[7].plane_utilisation[1], 0.01);  // [0.7s, 0.8s]: plane 1 down
+}
+
+// ---------------------------------------------------------------- assertions
+
+RunResult flat_run(const std::string& job, double before, double during, double after) {
+  // 8 intervals of 0.5 s: [0, 2) before, [2, 3) during, [3, 4) after.
+  RunResult r;
+  r.job = job;
+  r.transport = job == "rocev2" ? "rocev2" : "metaroce";
+  r.verified = true;
+  r.verification = "passed";
+  for (int i = 0; i < 8; ++i) {
+    Interval iv;
+    iv.t0_s = i * 0.5;
+    iv.t1_s = iv.t0_s + 0.5;
+    iv.goodput_bps = iv.t0_s < 2 ? before : iv.t0_s < 3 ? during : after;
+    r.intervals.push_back(iv);
+  }
+  r.goodput_bps = (4 * before + 2 * during + 2 * after) / 8;
+  return r;
+}
+
+Scenario with_assertions(const std::string& lines, const std::string& extra = "") {
+  return parse(R"(name: a
+description: assertions
+duration: 4s
+interval: 500ms
+jobs:
+  - {name: metaroce, from: h0, to: h1}
+  - {name: rocev2, from: h0, to: h1, transport: rocev2}
+)" + extra + "assertions:\n" + lines);
+}
+
+TEST(Assertions, GoodputRatio) {
+  const Scenario s = with_assertions(
+      "  - {metric: goodput_ratio, job: metaroce, window: [2s, 3s], baseline: [0.5s, 2s], min: 0.7, live_min: 0.2}\n");
+  std::vector<RunResult> runs = {flat_run("metaroce", 100e9, 75e9, 100e9)};
+  auto res = evaluate_assertions(s, runs, false);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].text, "goodput_ratio metaroce [2s,3s]/[0.5s,2s] >= 0.7");
+  EXPECT_EQ(res[0].detail, "0.750 >= 0.7 (75.000 / 100.000 Gb/s)");
+  runs[0] = flat_run("metaroce", 100e9, 50e9, 100e9);
+  res = evaluate_assertions(s, runs, false);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "0.500 < 0.7 (50.000 / 100.000 Gb/s)");
+  res = evaluate_assertions(s, runs, true);  // live threshold
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].text, "goodput_ratio metaroce [2s,3s]/[0.5s,2s] >= 0.2 (live)");
+  // No run of the job.
+  res = evaluate_assertions(s, {flat_run("rocev2", 1, 1, 1)}, false);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "no run of job metaroce");
+}
+
+TEST(Assertions, RecoveryTime) {
+  const Scenario s = with_assertions(
+      "  - {metric: recovery_time, job: metaroce, at: 2s, baseline: [0, 2s], fraction: 0.9, max: 1s, live_max: 2s}\n");
+  // Drops at 2 s, back at 3 s: the first interval reaching 90% ends at 3.5 s.
+  auto res = evaluate_assertions(s, {flat_run("metaroce", 100e9, 10e9, 95e9)}, false);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "1.5s > 1s");
+  res = evaluate_assertions(s, {flat_run("metaroce", 100e9, 10e9, 95e9)}, true);
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "1.5s <= 2s");
+  EXPECT_EQ(res[0].text, "recovery_time metaroce after 2s to 0.9 x [0,2s] <= 2s (live)");
+  // Never drops: the first interval after the fault.
+  res = evaluate_assertions(s, {flat_run("metaroce", 100e9, 95e9, 95e9)}, false);
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "500ms <= 1s");
+  // Never recovers.
+  res = evaluate_assertions(s, {flat_run("metaroce", 100e9, 10e9, 50e9)}, false);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "never back to 0.9 x baseline (90.000 Gb/s) after 2s");
+}
+
+TEST(Assertions, DataErrorsAndJobSucceededForEveryRun) {
+  const Scenario s = with_assertions("  - {metric: data_errors, job: all, max: 0}\n  - {metric: job_succeeded, job: all}\n");
+  RunResult ok = flat_run("metaroce", 1, 1, 1);
+  RunResult bad = flat_run("rocev2", 1, 1, 1);
+  bad.verified = false;
+  bad.verification = "no message completed";
+  bad.state = "failed";
+  bad.error = "3 WRITEs completed with an error (first: retry_exceeded)";
+  auto res = evaluate_assertions(s, {ok, bad}, false);
+  ASSERT_EQ(res.size(), 4u);
+  EXPECT_EQ(res[0].text, "data_errors all <= 0 [metaroce]");
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "0 <= 0");
+  EXPECT_EQ(res[1].text, "data_errors all <= 0 [rocev2]");
+  EXPECT_FALSE(res[1].passed);  // not verified counts as one error
+  EXPECT_EQ(res[1].detail, "1 > 0 (verification: no message completed)");
+  EXPECT_TRUE(res[2].passed);
+  EXPECT_EQ(res[2].detail, "done");
+  EXPECT_FALSE(res[3].passed);
+  EXPECT_EQ(res[3].detail, "failed: 3 WRITEs completed with an error (first: retry_exceeded)");
+  ok.verify_failures = 2;
+  ok.verified = false;
+  res = evaluate_assertions(s, {ok}, false);
+  EXPECT_EQ(res[0].detail.substr(0, 5), "2 > 0");
+  res = evaluate_assertions(s, {}, false);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "no runs");
+}
+
+TEST(Assertions, CompareInAWindowAndOverTheWholeRun) {
+  const Scenario s = with_assertions(
+      "  - {metric: compare, job: metaroce, other: rocev2, window: [2s, 3s], min: 1.5, live_min: 1.0}\n"
+      "  - {metric: compare, job: metaroce, other: rocev2, min: 1.5}\n");
+  const std::vector<RunResult> runs = {flat_run("metaroce", 100e9, 75e9, 100e9), flat_run("rocev2", 100e9, 25e9, 100e9)};
+  auto res = evaluate_assertions(s, runs, false);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "3.000 >= 1.5 (75.000 / 25.000 Gb/s)");
+  EXPECT_EQ(res[1].text, "compare metaroce/rocev2 >= 1.5");
+  EXPECT_FALSE(res[1].passed);  // 93.75 / 81.25
+  EXPECT_EQ(res[1].detail, "1.154 < 1.5 (93.750 / 81.250 Gb/s)");
+  res = evaluate_assertions(s, {runs[0]}, false);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "no run of job rocev2");
+}
+
+TEST(Assertions, RetainedAcrossSweepValuesPerJob) {
+  const Scenario s = with_assertions("  - {metric: retained, job: all, min: 0.8, live_min: 0.3}\n",
+                                     "sweep: {parameter: loss, values: [0, 1%, 5%]}\n");
+  std::vector<RunResult> runs;
+  const double m[3] = {100e9, 95e9, 85e9}, r[3] = {100e9, 60e9, 20e9}, values[3] = {0, 0.01, 0.05};
+  for (int v = 0; v < 3; ++v)
+    for (const char* job : {"metaroce", "rocev2"}) {
+      RunResult run = flat_run(job, 1, 1, 1);
+      run.sweep_parameter = "loss";
+      run.sweep_value = values[v];
+      run.goodput_bps = std::string(job) == "metaroce" ? m[v] : r[v];
+      runs.push_back(run);
+    }
+  auto res = evaluate_assertions(s, runs, false);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].text, "retained all >= 0.8 [metaroce]");
+  EXPECT_TRUE(res[0].passed);
+  EXPECT_EQ(res[0].detail, "0.850 >= 0.8 (worst, at loss 5%; all: 0.950, 0.850)");
+  EXPECT_EQ(res[1].text, "retained all >= 0.8 [rocev2]");
+  EXPECT_FALSE(res[1].passed);
+  EXPECT_EQ(res[1].detail, "0.200 < 0.8 (worst, at loss 5%; all: 0.600, 0.200)");
+  res = evaluate_assertions(s, runs, true);
+  EXPECT_EQ(res[1].text, "retained all >= 0.3 (live) [rocev2]");
+  EXPECT_FALSE(res[1].passed);
+}
+
+// ---------------------------------------------------------------- shipped
+
+TEST(SimRunner, ShippedScenariosRunInTheSimulator) {
+  const std::filesystem::path dir = std::filesystem::path(METAROCE_SOURCE_DIR) / "configs" / "scenarios";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " does not exist yet";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) GTEST_SKIP() << "no scenario files";
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    std::string err;
+    const auto s = load_scenario_file(f.string(), &err);
+    ASSERT_TRUE(s.has_value()) << err;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Report r = run_scenario_sim(*s);
+    const double wall = wall_seconds(t0);
+    size_t passed = 0;
+    for (const auto& a : r.assertions) passed += a.passed ? 1 : 0;
+    std::printf("%-22s %zu runs, %zu/%zu assertions passed, %.2f s wall\n", f.filename().c_str(), r.runs.size(), passed,
+                r.assertions.size(), wall);
+    for (const auto& a : r.assertions)
+      if (!a.passed) std::printf("    FAILED %s: %s\n", a.text.c_str(), a.detail.c_str());
+    for (const auto& run : r.runs) {
+      EXPECT_FALSE(run.intervals.empty()) << run.job;
+      EXPECT_EQ(run.verify_failures, 0u) << run.job;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace metaroce::scenario
