@@ -1,0 +1,121 @@
+#include "scenario_cmd.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "metaroce/scenario/report.h"
+#include "metaroce/scenario/scenario.h"
+#include "scenario_live.h"
+#include "units.h"
+
+namespace ms = metaroce::scenario;
+
+namespace metarocectl {
+namespace {
+
+ms::Scenario load(const ScenarioFlags& f) {
+  std::string err;
+  auto s = ms::load_scenario_file(f.file, &err);
+  if (!s) throw UsageError(err);
+  for (const auto& o : f.host_overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == o.size())
+      throw UsageError("--host: must be NAME=ADDRESS, e.g. h0=unix:///run/metaroce/h0.sock (got '" + o + "')");
+    const std::string name = o.substr(0, eq);
+    if (!s->hosts.count(name) && std::find(s->host_order.begin(), s->host_order.end(), name) == s->host_order.end())
+      throw UsageError("--host: the scenario has no host '" + name + "'");
+    s->hosts[name] = o.substr(eq + 1);
+  }
+  if (!f.fabric_override.empty()) s->fabric = f.fabric_override;
+  return *s;
+}
+
+int finish(const ms::Report& r, const std::string& out, bool json) {
+  std::string err;
+  if (!ms::write_report(r, out, &err)) throw UsageError("--out: " + err);
+  if (json) {
+    std::printf("%s\n", ms::report_json(r).c_str());
+  } else {
+    std::printf("\n%s", ms::summary_table(r).c_str());
+    std::printf("\n%s run (%s); report: %s/report.html, %s/report.json, %s/timeseries.csv\n", r.scenario_name.c_str(),
+                r.mode == "sim" ? "in the simulator" : "on live daemons", out.c_str(), out.c_str(), out.c_str());
+  }
+  size_t failed = 0;
+  for (const auto& a : r.assertions) failed += a.passed ? 0 : 1;
+  std::fflush(stdout);  // the verdict line after the tables, not inside them
+  if (failed > 0) {
+    std::fprintf(stderr, "metarocectl: %zu of %zu assertions failed\n", failed, r.assertions.size());
+    return kExitResultFailed;
+  }
+  return kExitOk;
+}
+
+ms::Report run(const ms::Scenario& s, bool sim, const ClientOptions& options, bool json) {
+  if (auto e = ms::check_runnable(s, !sim); !e.empty()) throw UsageError(e);
+  auto progress = [json](const std::string& line) { std::fprintf(json ? stderr : stdout, "%s\n", line.c_str()); };
+  std::fprintf(json ? stderr : stdout, "%s: %s (%s)\n", s.name.c_str(), s.description.c_str(),
+               sim ? "simulator, virtual time" : "live daemons");
+  return sim ? ms::run_scenario_sim(s, progress) : run_scenario_live(s, options, progress);
+}
+
+}  // namespace
+
+int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
+  const ms::Scenario s = load(f);
+  const std::string live = ms::check_runnable(s, true), sim = ms::check_runnable(s, false);
+  const auto runs = ms::plan_runs(s);
+  if (json) {
+    nlohmann::json j = {{"name", s.name},         {"valid", true},          {"runs", runs.size()},
+                        {"live_ok", live.empty()}, {"live_problem", live},   {"sim_ok", sim.empty()},
+                        {"sim_problem", sim},      {"jobs", s.jobs.size()},  {"timeline_events", s.timeline.size()},
+                        {"assertions", s.assertions.size()}, {"hosts", s.host_order},
+                        {"topology", {{"hosts", s.hosts_count}, {"planes", s.planes}, {"ecmp_links", s.ecmp_links}}}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s: valid: %zu jobs, %zu runs, %zu timeline events, %zu assertions\n", f.file.c_str(), s.jobs.size(),
+                runs.size(), s.timeline.size(), s.assertions.size());
+    std::printf("  live daemons: %s\n  simulator:    %s\n", live.empty() ? "runnable" : live.c_str(),
+                sim.empty() ? "runnable" : sim.c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& options, bool json) {
+  const ms::Scenario s = load(f);
+  return finish(run(s, f.sim, options, json), f.out, json);
+}
+
+int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json) {
+  static const char* params[] = {"loss", "skew", "planes", "message_bytes", "connections"};
+  if (std::find(std::begin(params), std::end(params), f.parameter) == std::end(params))
+    throw UsageError("--param: must be loss, skew, planes, message_bytes or connections (got '" + f.parameter + "')");
+  if (!f.sim && (f.from.empty() || f.to.empty() || f.fabric.empty()))
+    throw UsageError("--from, --to and --fabric: needed for a live sweep (or give --sim)");
+  std::string values;
+  for (const auto& v : split_list(f.values)) values += (values.empty() ? "" : ", ") + v;
+  std::string yaml = fmt::format(
+      "name: sweep-{0}\n"
+      "description: {0} sweep, MetaRoCE and RoCEv2 side by side\n"
+      "seed: {1}\n"
+      "topology: {{hosts: 2, planes: {2}, ecmp_links: 2}}\n",
+      f.parameter == "message_bytes" ? "size" : f.parameter, f.seed, f.planes);
+  if (!f.sim) yaml += fmt::format("hosts: {{h0: \"{}\", h1: \"{}\"}}\nfabric: \"{}\"\n", f.from, f.to, f.fabric);
+  yaml += fmt::format(
+      "duration: {0}\ninterval: {1}\n"
+      "jobs:\n"
+      "  - {{name: metaroce, from: h0, to: h1, transport: metaroce, size: {2}}}\n"
+      "  - {{name: rocev2, from: h0, to: h1, transport: rocev2, size: {2}, connections: {3}}}\n"
+      "sweep: {{parameter: {4}, values: [{5}]}}\n"
+      "assertions:\n  - {{metric: data_errors, job: all, max: 0}}\n",
+      f.duration, f.interval, f.size, f.planes, f.parameter, values);
+  std::string err;
+  auto s = ms::parse_scenario_yaml(yaml, "metarocectl sweep", &err);
+  if (!s) throw UsageError(err);
+  return finish(run(*s, f.sim, options, json), f.out, json);
+}
+
+}  // namespace metarocectl
