@@ -1,0 +1,14 @@
+# Every shipped scenario, in the simulator and on a netns lab with live
+# daemons (the latter SKIPPED without root/netns/AF_XDP), checked end to end
+# through metarocectl and its report.
+file(GLOB METAROCE_SHIPPED_SCENARIOS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/configs/scenarios/*.yaml")
+foreach(file ${METAROCE_SHIPPED_SCENARIOS})
+  get_filename_component(name ${file} NAME_WE)
+  foreach(mode sim live)
+    add_test(NAME scenario_${mode}.${name}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_report.sh ${mode} ${file}
+              ${CMAKE_CURRENT_BINARY_DIR}/out/${mode}-${name} ${CMAKE_BINARY_DIR})
+    set_tests_properties(scenario_${mode}.${name} PROPERTIES LABELS "scenario" SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+  set_tests_properties(scenario_live.${name} PROPERTIES RUN_SERIAL TRUE)
+endforeach()
