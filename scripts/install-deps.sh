@@ -3,11 +3,13 @@
 # Idempotent; needs root (or sudo). Skips apt when everything is present.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
   # datapath and control plane (detected at configure time, reported if absent)
   libdpdk-dev libxdp-dev libbpf-dev clang llvm iproute2 iputils-ping iperf3 ethtool
+  # containers: podman on a locally built Debian base (containers/build-image.sh)
+  podman mmdebstrap runc uidmap
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
 )
 missing=()
