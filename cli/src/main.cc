@@ -119,15 +119,6 @@ std::string transport_name(v1::Transport transport) {
   return transport == v1::TRANSPORT_ROCEV2 ? "rocev2" : "metaroce";
 }
 
-std::string path_state_name(v1::PathState state) {
-  switch (state) {
-    case v1::PATH_STATE_ACTIVE: return "active";
-    case v1::PATH_STATE_DEGRADED: return "degraded";
-    case v1::PATH_STATE_DOWN: return "down";
-    default: return "-";
-  }
-}
-
 std::string format_counter_value(double value) {
   if (value == static_cast<double>(static_cast<std::int64_t>(value)) && std::abs(value) < 1e15)
     return fmt::format("{}", static_cast<std::int64_t>(value));

@@ -133,7 +133,6 @@ std::string render_latency_table(const v1::JobResult& result) {
   return render_fixed_header_table(kLatencyHeader, kLatencyTitles, rows);
 }
 
-namespace {
 std::string path_state_name(v1::PathState state) {
   switch (state) {
     case v1::PATH_STATE_ACTIVE: return "active";
@@ -142,7 +141,6 @@ std::string path_state_name(v1::PathState state) {
     default: return "-";
   }
 }
-}  // namespace
 
 std::string job_state_name(v1::JobState state) {
   switch (state) {

@@ -73,6 +73,7 @@ std::string format_progress_bar(double fraction, int width,
                                 std::string_view suffix);
 
 std::string job_state_name(metaroce::v1::JobState state);      // "running"
+std::string path_state_name(metaroce::v1::PathState state);    // "active", "degraded", "down"
 std::string operation_name(metaroce::v1::Operation operation);  // "write_imm"
 
 // Writes result lines to stdout and, when stderr is a terminal, keeps a
