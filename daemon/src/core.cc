@@ -31,7 +31,15 @@ std::string range_text(uint64_t lo, uint64_t hi, uint64_t got) {
   return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + std::to_string(got) + ")";
 }
 
-v1::PathState path_state(transport::PathState s) {
+void fill_port_stats(const datapath::PortStats& st, v1::PortInfo* p) {
+  p->set_rx_frames(st.rx_frames), p->set_rx_bytes(st.rx_bytes), p->set_tx_frames(st.tx_frames);
+  p->set_tx_bytes(st.tx_bytes), p->set_tx_ring_full(st.tx_ring_full), p->set_rx_dropped(st.rx_dropped);
+  p->set_rx_truncated(st.rx_truncated), p->set_wakeups(st.wakeups);
+}
+
+}  // namespace
+
+v1::PathState to_proto(transport::PathState s) {
   switch (s) {
     case transport::PathState::kActive: return v1::PATH_STATE_ACTIVE;
     case transport::PathState::kDegraded: return v1::PATH_STATE_DEGRADED;
@@ -39,8 +47,6 @@ v1::PathState path_state(transport::PathState s) {
   }
   return v1::PATH_STATE_UNSPECIFIED;
 }
-
-}  // namespace
 
 grpc::Status invalid(const std::string& field, const std::string& what) {
   return {grpc::StatusCode::INVALID_ARGUMENT, field + ": " + what};
@@ -204,10 +210,7 @@ grpc::Status DaemonCore::ports(v1::ListPortsResponse* out) {
       auto* p = out->add_ports();
       p->set_name(s.name), p->set_kind(s.kind), p->set_interface(s.interface), p->set_plane(s.plane);
       p->set_host(-1), p->set_use("endpoint");
-      p->set_rx_frames(s.stats.rx_frames), p->set_rx_bytes(s.stats.rx_bytes);
-      p->set_tx_frames(s.stats.tx_frames), p->set_tx_bytes(s.stats.tx_bytes);
-      p->set_tx_ring_full(s.stats.tx_ring_full), p->set_rx_dropped(s.stats.rx_dropped);
-      p->set_rx_truncated(s.stats.rx_truncated), p->set_wakeups(s.stats.wakeups);
+      fill_port_stats(s.stats, p);
     }
   }
   if (fabric_) {
@@ -220,9 +223,7 @@ grpc::Status DaemonCore::ports(v1::ListPortsResponse* out) {
       p->set_name(name), p->set_kind(f.datapath), p->set_interface(name);
       p->set_plane(static_cast<uint32_t>(i / f.hosts)), p->set_host(static_cast<int32_t>(i % f.hosts));
       p->set_use("fabric");
-      p->set_rx_frames(st.rx_frames), p->set_rx_bytes(st.rx_bytes), p->set_tx_frames(st.tx_frames);
-      p->set_tx_bytes(st.tx_bytes), p->set_tx_ring_full(st.tx_ring_full), p->set_rx_dropped(st.rx_dropped);
-      p->set_rx_truncated(st.rx_truncated), p->set_wakeups(st.wakeups);
+      fill_port_stats(st, p);
     }
   }
   return grpc::Status::OK;
@@ -358,14 +359,7 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
   }
   const auto peer_ip = wire::parse_ipv4(aresp.responder_endpoint().c_str());
   const auto peer_mac = wire::parse_mac(aresp.responder_mac().c_str());
-  auto release_remote = [&] {
-    grpc::ClientContext ctx;
-    dialer_.prepare(&ctx);
-    v1::ReleaseRequest r;
-    r.set_responder_id(aresp.responder_id());
-    v1::ReleaseResponse ignored;
-    v1::Peer::NewStub(dialer_.channel(req.peer_address()))->Release(&ctx, r, &ignored);
-  };
+  auto release_remote = [&] { release_at_peer(req.peer_address(), aresp.responder_id(), 5000); };
   if (!peer_ip || !peer_mac) {
     release_remote();
     forget();
@@ -516,6 +510,15 @@ grpc::Status DaemonCore::release(uint32_t responder_id) {
   return grpc::Status::OK;
 }
 
+bool DaemonCore::release_at_peer(const std::string& address, uint32_t responder_id, int timeout_ms) {
+  grpc::ClientContext ctx;
+  dialer_.prepare(&ctx, timeout_ms);
+  v1::ReleaseRequest r;
+  r.set_responder_id(responder_id);
+  v1::ReleaseResponse ignored;
+  return v1::Peer::NewStub(dialer_.channel(address))->Release(&ctx, r, &ignored).ok();
+}
+
 grpc::Status DaemonCore::delete_connection(uint32_t id, bool* peer_released) {
   if (auto s = need_endpoint(); !s.ok()) return s;
   ConnectionRecord rec;
@@ -539,12 +542,7 @@ grpc::Status DaemonCore::delete_connection(uint32_t id, bool* peer_released) {
     conns_.erase(id);
   }
   endpoint_->channel().call([this, id](transport::Nanos) { endpoint_->endpoint().destroy_connection(id); });
-  grpc::ClientContext ctx;
-  dialer_.prepare(&ctx, 2000);
-  v1::ReleaseRequest r;
-  r.set_responder_id(rec.remote_id);
-  v1::ReleaseResponse ignored;
-  *peer_released = v1::Peer::NewStub(dialer_.channel(rec.peer_address))->Release(&ctx, r, &ignored).ok();
+  *peer_released = release_at_peer(rec.peer_address, rec.remote_id, 2000);
   spdlog::info("connection {}: deleted (peer released: {})", id, *peer_released);
   return grpc::Status::OK;
 }
@@ -584,7 +582,7 @@ void DaemonCore::fill_info(const ConnectionRecord& r, const transport::Connectio
     pi->set_index(static_cast<uint32_t>(i));
     pi->set_plane(p.plane);
     pi->set_src_port(p.src_port);
-    pi->set_state(path_state(p.state));
+    pi->set_state(to_proto(p.state));
     pi->set_packets_sent(p.packets_sent);
     pi->set_payload_bytes_acked(p.payload_bytes_acked);
     pi->set_retransmits(p.retransmits);

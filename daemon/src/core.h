@@ -128,6 +128,8 @@ class DaemonCore {
                                                 uint32_t peer_ip, const wire::MacAddr& peer_mac, uint16_t peer_port,
                                                 uint32_t planes) const;
   uint32_t allocate_id();
+  // Peer.Release of the responder half at `address`; true when the peer answered OK.
+  bool release_at_peer(const std::string& address, uint32_t responder_id, int timeout_ms);
   std::map<uint32_t, ConnectionRecord> connections_copy() const;
   void fill_info(const ConnectionRecord& r, const transport::ConnectionStats* st, v1::ConnectionInfo* out) const;
   void run_job(std::shared_ptr<JobRecord> job);
@@ -164,5 +166,6 @@ class DaemonCore {
 };
 
 grpc::Status invalid(const std::string& field, const std::string& what);
+v1::PathState to_proto(transport::PathState s);
 
 }  // namespace metaroce::daemon

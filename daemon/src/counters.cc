@@ -29,20 +29,28 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
   std::vector<Sample> out;
   auto add = [&](std::string name, std::vector<std::pair<std::string, std::string>> labels, double v, const char* help,
                  bool counter = true) { out.push_back({std::move(name), std::move(labels), v, help, counter}); };
+  // Both roles' ports and workers expose the same counters.
+  auto add_port = [&](const std::string& port, const char* use, const datapath::PortStats& st) {
+    const std::vector<std::pair<std::string, std::string>> l = {{"port", port}, {"use", use}};
+    add("port_rx_frames_total", l, st.rx_frames, "Frames received by a datapath port");
+    add("port_rx_bytes_total", l, st.rx_bytes, "Bytes received by a datapath port");
+    add("port_tx_frames_total", l, st.tx_frames, "Frames sent by a datapath port");
+    add("port_tx_bytes_total", l, st.tx_bytes, "Bytes sent by a datapath port");
+    add("port_tx_ring_full_total", l, st.tx_ring_full, "Frames refused by a full transmit ring");
+    add("port_rx_dropped_total", l, st.rx_dropped, "Frames dropped by the port backend");
+    add("port_rx_truncated_total", l, st.rx_truncated, "Frames larger than the port's frame size");
+  };
+  auto add_worker = [&](const char* worker, const datapath::WorkerStats& w) {
+    add("worker_iterations_total", {{"worker", worker}}, w.iterations, "Worker loop iterations");
+    add("worker_idle_blocks_total", {{"worker", worker}}, w.idle_blocks, "Times the worker blocked when idle");
+  };
   add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
   add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);
   if (EndpointRuntime* ep = core.endpoint()) {
     std::vector<PortSnapshot> ports;
     if (ep->snapshot_ports(&ports))
       for (const auto& p : ports) {
-        const std::vector<std::pair<std::string, std::string>> l = {{"port", p.name}, {"use", "endpoint"}};
-        add("port_rx_frames_total", l, p.stats.rx_frames, "Frames received by a datapath port");
-        add("port_rx_bytes_total", l, p.stats.rx_bytes, "Bytes received by a datapath port");
-        add("port_tx_frames_total", l, p.stats.tx_frames, "Frames sent by a datapath port");
-        add("port_tx_bytes_total", l, p.stats.tx_bytes, "Bytes sent by a datapath port");
-        add("port_tx_ring_full_total", l, p.stats.tx_ring_full, "Frames refused by a full transmit ring");
-        add("port_rx_dropped_total", l, p.stats.rx_dropped, "Frames dropped by the port backend");
-        add("port_rx_truncated_total", l, p.stats.rx_truncated, "Frames larger than the port's frame size");
+        add_port(p.name, "endpoint", p.stats);
       }
     transport::EndpointCounters c;
     datapath::WorkerStats w;
@@ -58,8 +66,7 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
       for (const auto& [why, n] : drops)
         add("endpoint_drops_total", {{"reason", why}}, n, "Frames the engine dropped, by reason");
       add("endpoint_cq_overflow_total", {}, c.completion_queue_overflow, "Completions lost to a full queue");
-      add("worker_iterations_total", {{"worker", "endpoint"}}, w.iterations, "Worker loop iterations");
-      add("worker_idle_blocks_total", {{"worker", "endpoint"}}, w.idle_blocks, "Times the worker blocked when idle");
+      add_worker("endpoint", w);
     }
     std::vector<uint32_t> ids;
     for (const auto& [id, r] : conns) ids.push_back(id);
@@ -95,17 +102,9 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
     FabricSnapshot snap;
     if (fab->snapshot(&snap)) {
       for (const auto& [name, ps] : snap.ports) {
-        const std::vector<std::pair<std::string, std::string>> l = {{"port", name}, {"use", "fabric"}};
-        add("port_rx_frames_total", l, ps.rx_frames, "Frames received by a datapath port");
-        add("port_rx_bytes_total", l, ps.rx_bytes, "Bytes received by a datapath port");
-        add("port_tx_frames_total", l, ps.tx_frames, "Frames sent by a datapath port");
-        add("port_tx_bytes_total", l, ps.tx_bytes, "Bytes sent by a datapath port");
-        add("port_tx_ring_full_total", l, ps.tx_ring_full, "Frames refused by a full transmit ring");
-        add("port_rx_dropped_total", l, ps.rx_dropped, "Frames dropped by the port backend");
-        add("port_rx_truncated_total", l, ps.rx_truncated, "Frames larger than the port's frame size");
+        add_port(name, "fabric", ps);
       }
-      add("worker_iterations_total", {{"worker", "fabric"}}, snap.worker.iterations, "Worker loop iterations");
-      add("worker_idle_blocks_total", {{"worker", "fabric"}}, snap.worker.idle_blocks, "Times the worker blocked when idle");
+      add_worker("fabric", snap.worker);
       add("fabric_delay_line_full_total", {}, snap.worker.delay_line_full, "Frames dropped: no buffer to hold them");
       for (const auto& l : snap.links) {
         const std::vector<std::pair<std::string, std::string>> lb = {{"plane", std::to_string(l.plane)},

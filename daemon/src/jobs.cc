@@ -162,12 +162,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
         std::lock_guard<std::mutex> g(conns_mu_);
         conns_.erase(c.id());
       }
-      grpc::ClientContext ctx;
-      dialer_.prepare(&ctx, 2000);
-      v1::ReleaseRequest r;
-      r.set_responder_id(c.remote_id());
-      v1::ReleaseResponse ignored;
-      v1::Peer::NewStub(dialer_.channel(c.peer_address()))->Release(&ctx, r, &ignored);
+      release_at_peer(c.peer_address(), c.remote_id(), 2000);
     }
   };
   auto finish = [&](v1::JobState s) {
@@ -393,9 +388,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       pr->set_goodput_bps(elapsed_s > 0 ? static_cast<double>(ps.payload_bytes_acked) * 8 / elapsed_s : 0);
       pr->set_retransmits(ps.retransmits);
       pr->set_state_changes(ps.state_changes);
-      pr->set_final_state(ps.state == transport::PathState::kActive     ? v1::PATH_STATE_ACTIVE
-                          : ps.state == transport::PathState::kDegraded ? v1::PATH_STATE_DEGRADED
-                                                                        : v1::PATH_STATE_DOWN);
+      pr->set_final_state(to_proto(ps.state));
     }
   }
   res.set_retransmits(retx);
