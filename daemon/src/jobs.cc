@@ -430,7 +430,8 @@ grpc::Status DaemonCore::stop_job(uint64_t id, v1::JobInfo* out) {
   }
   // Wait (bounded) for it to drain, so the answer carries the result.
   std::unique_lock<std::mutex> lk(jobs_mu_);
-  jobs_cv_.wait_for(lk, std::chrono::seconds(10), [&] { return job->ended; });
+  // Shorter than a client's default 10 s deadline, so the answer gets back.
+  jobs_cv_.wait_for(lk, std::chrono::seconds(8), [&] { return job->ended; });
   job_info(*job, out);
   return grpc::Status::OK;
 }
