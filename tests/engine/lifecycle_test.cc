@@ -160,7 +160,7 @@ TEST(RoCEv2Errors, DuplicationAndReorderExact) {
   EXPECT_GT(h.ep(kB).stats(conn.b).duplicates_received, 0u);
 }
 
-// BUG (open): metaroce_connection.cc, service_timers: the message timer (and
+// BUG (open): metaroce_timers.cc, service_timers: the message timer (and
 // its retry_limit -> kRetryExceeded) only runs when every chunk of the head
 // message is path-acked; RTOs of down paths never count against the message
 // and pick_path() skips down paths, so with no live path a WR hangs forever.

@@ -1,0 +1,191 @@
+// MetaRoCE connection, acknowledgements at the sender: ACK blocks with SACK,
+// loss marking, RTT estimation, congestion and path-health updates, per-chunk
+// progress, and NAKs (RNR back-off or failing the message).
+#include <algorithm>
+#include <cmath>
+
+#include "metaroce_connection.h"
+
+namespace metaroce::transport::detail {
+
+void MetaRoceConnection::on_ack(const wire::PacketView& pv, Nanos now) {
+  const uint32_t hint = pv.ext.ack.rate_hint_kbps.get();
+  rate_hint_kbps_ = hint;
+  const uint16_t sid = pv.common.stream_id.get();
+  if (sid < streams_.size()) {
+    Stream& s = streams_[sid];
+    const uint32_t wm = pv.common.msg_seq.get();
+    if (seq_diff(wm, s.peer_watermark) > 0 && seq_diff(wm, s.next_seq) <= 0) {
+      s.peer_watermark = wm;
+      release_completions(s, sid);
+    }
+  }
+  for (const wire::AckBlock& b : pv.ack_blocks) {
+    if (b.path_id >= paths_.size()) continue;
+    on_ack_block(paths_[b.path_id], b, now);
+  }
+}
+
+void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos now) {
+  const uint32_t cum = b.cum_seq.get();
+  if (seq_diff(cum, p.next_seq) > 0) return;  // acknowledges what we never sent
+  uint32_t newly_acked_bytes = 0, newly_acked = 0;
+  uint32_t highest = p.floor;
+  bool any = false;
+  for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
+    TxRecord& r = p.ring[seq % kRingSize];
+    if (!sack_covers(cum, b.sack, seq)) continue;
+    any = true;
+    highest = seq;
+    if (r.state == RecState::kOutstanding) {
+      r.state = RecState::kAcked;
+      p.inflight--;
+      p.inflight_bytes -= r.bytes;
+      conn_inflight_bytes_ -= r.bytes;
+      newly_acked_bytes += r.bytes;
+      ++newly_acked;
+      p.health.on_delivered();
+      chunk_acked(r.ref, now);
+      p.stats.payload_bytes_acked += r.payload;
+    } else if (r.state == RecState::kLost) {
+      // We gave up on it and resent elsewhere, yet it arrived: a spurious retransmit.
+      r.state = RecState::kAcked;
+      p.stats.spurious_retransmits++;
+      stats_.spurious_retransmits++;
+      chunk_acked(r.ref, now);
+    }
+  }
+  if (!any && seq_diff(cum, p.floor) <= 0) {
+    // Nothing new; still counts as a sign of life for a down path's probes below.
+  }
+  // Loss: on a FIFO path, a hole below a SACKed seq is a lost packet.
+  const uint32_t thresh = cfg_.tuning.reorder_threshold;
+  if (any) {
+    for (uint32_t seq = p.floor; seq_diff(seq, highest) < 0; ++seq) {
+      TxRecord& r = p.ring[seq % kRingSize];
+      if (r.state != RecState::kOutstanding) continue;
+      if (static_cast<uint32_t>(seq_diff(highest, seq)) < thresh) continue;
+      mark_lost(p, r);
+    }
+  }
+  advance_floor(p);
+  // RTT from the echoed timestamp of the packet that triggered this block.
+  const uint32_t echo = b.echo_ts.get();
+  const uint32_t rtt32 = static_cast<uint32_t>(now) - echo;
+  if (echo != 0 && rtt32 < 1'000'000'000u) update_rtt(p, static_cast<double>(rtt32));
+  p.last_ack_at = now;
+  p.backoff = 0;
+  if (p.inflight > 0) p.pto_at = now + pto(p);
+  else p.pto_at = kNever;
+  // Congestion control: ECN-driven, per path and per connection.
+  const bool ece = b.flags & wire::kAckFlagEce;
+  if (ece) p.stats.ecn_echoes++;
+  const double cut = p.cc.on_ack(newly_acked, newly_acked_bytes, ece ? b.ecn_count.get() : 0, p.floor, p.next_seq);
+  conn_cc_.on_ack(newly_acked_bytes, ece, cut, paths_.size());
+  // A fully acknowledged request now waits on the watermark: arm its timer.
+  next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
+  // Health.
+  double others = 0;
+  for (const Path& q : paths_)
+    if (&q != &p) others += q.health.loss();
+  const double mean = paths_.size() > 1 ? others / static_cast<double>(paths_.size() - 1) : 0.0;
+  const PathState before = p.health.state();
+  if (p.health.evaluate(mean) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
+  note_state(p, before);
+}
+
+void MetaRoceConnection::mark_lost(Path& p, TxRecord& r) {
+  r.state = RecState::kLost;
+  p.inflight--;
+  p.inflight_bytes -= r.bytes;
+  conn_inflight_bytes_ -= r.bytes;
+  p.health.on_lost();
+  p.stats.lost++;
+  if (r.ref.kind != kKindProbe) queue_retransmit(r.ref);
+}
+
+void MetaRoceConnection::advance_floor(Path& p) {
+  while (seq_diff(p.floor, p.next_seq) < 0) {
+    TxRecord& r = p.ring[p.floor % kRingSize];
+    if (r.state == RecState::kOutstanding) break;
+    r.state = RecState::kFree;
+    ++p.floor;
+  }
+}
+
+void MetaRoceConnection::update_rtt(Path& p, double sample) {
+  if (p.srtt == 0) {
+    p.srtt = sample;
+    p.rttvar = sample / 2;
+  } else {
+    p.rttvar = 0.75 * p.rttvar + 0.25 * std::abs(p.srtt - sample);
+    p.srtt = 0.875 * p.srtt + 0.125 * sample;
+  }
+  p.rto = std::clamp<Nanos>(static_cast<Nanos>(p.srtt + 4 * p.rttvar), cfg_.tuning.min_rto_ns,
+                            cfg_.tuning.max_rto_ns);
+  p.stats.srtt_ns = p.srtt;
+}
+
+void MetaRoceConnection::rotate_entropy(Path& p) {
+  // Move to another ECMP route: a new source port in the ephemeral range.
+  const uint32_t step = 7919u * (p.stats.entropy_rotations + 1) + p.id * 104729u;
+  p.src_port = static_cast<uint16_t>(49152u + (p.base_port + step) % 16384u);
+  p.stats.src_port = p.src_port;
+  p.stats.entropy_rotations++;
+}
+
+// Bookkeeping after a health transition: stats, and a fresh window for a path
+// that comes back so it ramps up instead of bursting its old window.
+void MetaRoceConnection::note_state(Path& p, PathState before) {
+  if (p.health.state() == before) return;
+  p.stats.state = p.health.state();
+  p.stats.state_changes++;
+  if (p.health.became_active()) p.cc.reset();
+}
+
+void MetaRoceConnection::chunk_acked(const ChunkRef& ref, Nanos now) {
+  if (ref.kind == kKindProbe || ref.stream >= streams_.size()) return;
+  Stream& s = streams_[ref.stream];
+  if (ref.kind == kKindResponse) {
+    TxMsg& r = s.resp[ref.msg_seq % s.resp.size()];
+    if (!r.active || r.msg_seq != ref.msg_seq || ref.chunk >= r.chunks || !r.acked.set(ref.chunk)) return;
+    if (++r.acked_chunks == r.chunks) {
+      r.active = false;
+      while (s.resp_fifo_head != s.resp_fifo_tail) {
+        const TxMsg& h = s.resp[s.resp_fifo[s.resp_fifo_head % s.resp_fifo.size()] % s.resp.size()];
+        if (h.active) break;
+        ++s.resp_fifo_head;
+      }
+      slide_rx(s, ref.stream);  // a request may have been waiting for this slot
+    }
+    return;
+  }
+  TxMsg& m = s.req[ref.msg_seq % s.req.size()];
+  if (!m.active || m.msg_seq != ref.msg_seq || ref.attempt != m.attempt || ref.chunk >= m.chunks ||
+      !m.acked.set(ref.chunk))
+    return;
+  m.acked_chunks++;
+  m.last_progress = now;
+  m.timeouts = 0;
+}
+
+void MetaRoceConnection::on_nak(const wire::PacketView& pv, Nanos now) {
+  stats_.naks_received++;
+  const uint16_t sid = pv.ext.nak.stream_id.get();
+  if (sid >= streams_.size()) return;
+  Stream& s = streams_[sid];
+  const uint32_t mseq = pv.ext.nak.msg_seq.get();
+  const auto code = static_cast<wire::NakCode>(pv.ext.nak.code);
+  if (seq_diff(mseq, s.head_seq) < 0 || seq_diff(mseq, s.next_seq) >= 0) return;
+  TxMsg& m = s.req[mseq % s.req.size()];
+  if (!m.active || m.done) return;
+  if (code == wire::NakCode::kRnr) {
+    if (m.resume_at > now) return;  // already backing off
+    if (++m.rnr_count > cfg_.tuning.rnr_retry_limit) return fail_message(sid, m, WcStatus::kRnrRetryExceeded);
+    restart_message(s, m, now + cfg_.tuning.rnr_delay_ns);
+    return;
+  }
+  fail_message(sid, m, status_for_nak(code));
+}
+
+}  // namespace metaroce::transport::detail

@@ -1,0 +1,255 @@
+// MetaRoCE connection: multipath, out-of-order placement, per-path sequence
+// numbers with 256-bit SACK, immediate retransmission of exactly the missing
+// packet, ECN AIMD per path and per connection, receiver rate hints.
+// The mechanisms and our choices are specified in docs/spec/metaroce-wire-v1.md.
+//
+// Internal (not part of the public API): the connection's state and the class
+// declaration, shared by the files that define its methods, one concern each
+// (metaroce_verbs.cc, _receive.cc, _ack.cc, _transmit.cc, _timers.cc). The only
+// entry point for the rest of the transport is make_metaroce_connection (connection.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "congestion.h"
+#include "connection.h"
+#include "path_health.h"
+#include "sack_window.h"
+
+namespace metaroce::transport::detail {
+
+using wire::Opcode;
+
+inline constexpr uint32_t kRingSize = 256;  // per-path transmission records == SACK span
+inline constexpr uint8_t kKindRequest = 0;
+inline constexpr uint8_t kKindResponse = 1;
+inline constexpr uint8_t kKindProbe = 2;
+
+// A reference from a transmission record to the chunk it carried.
+struct ChunkRef {
+  uint16_t stream = 0;
+  uint8_t kind = kKindRequest;
+  uint8_t attempt = 0;  // the message's send round (RNR restarts start a new one)
+  uint32_t msg_seq = 0;
+  uint32_t chunk = 0;
+};
+
+enum class RecState : uint8_t { kFree, kOutstanding, kAcked, kLost };
+
+struct TxRecord {
+  ChunkRef ref;
+  Nanos sent_at = 0;
+  uint32_t bytes = 0;  // frame bytes, for window accounting
+  uint32_t payload = 0;
+  RecState state = RecState::kFree;
+  bool retx = false;
+};
+
+// One message being sent: a requester's work request or a responder's READ/atomic response.
+struct TxMsg {
+  bool active = false;
+  bool done = false;
+  uint32_t msg_seq = 0;
+  Opcode opcode = Opcode::kWrite;
+  Verb verb = Verb::kWrite;
+  uint64_t wr_id = 0;
+  uint8_t* local = nullptr;  // source of payload, or destination of READ/atomic results
+  uint32_t length = 0;       // payload bytes this message carries on the wire
+  uint32_t read_len = 0;     // READ: bytes expected back
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;
+  uint32_t recv_seq = 0;
+  uint64_t operand = 0, compare = 0;
+  uint32_t chunks = 1, next_chunk = 0, acked_chunks = 0;
+  ChunkBitmap acked;
+  // Requester side of READ/atomics: response progress.
+  uint32_t resp_chunks = 0, resp_received = 0;
+  ChunkBitmap resp_bits;
+  WcStatus status = WcStatus::kSuccess;
+  Nanos last_progress = 0;
+  Nanos resume_at = 0;  // RNR back-off: nothing sent before this
+  uint32_t rnr_count = 0, timeouts = 0;
+  uint8_t attempt = 0;  // ACKs of an earlier round (refused by RNR) must not count
+};
+
+struct RxMsg {
+  bool active = false;
+  bool complete = false;
+  bool failed = false;
+  uint32_t msg_seq = 0;
+  Opcode opcode = Opcode::kWrite;
+  uint32_t len = 0, chunks = 0, received = 0;
+  uint32_t imm = 0, recv_seq = 0;
+  WcStatus recv_status = WcStatus::kSuccess;
+  wire::NakCode nak = wire::NakCode::kInvalidRequest;
+  // READ / atomic requests execute in stream order (when they reach rx_base),
+  // so a READ sees earlier WRITEs and atomics apply in post order.
+  bool exec_pending = false;
+  uint64_t req_addr = 0, req_operand = 0, req_compare = 0;
+  uint32_t req_rkey = 0, req_len = 0;
+  uint8_t req_path = 0;
+  ChunkBitmap bits;
+};
+
+struct Stream {
+  // Send side.
+  std::vector<TxMsg> req;        // indexed msg_seq % size
+  uint32_t head_seq = 0;         // oldest request not yet completed to the user
+  uint32_t next_seq = 0;         // next msg_seq to assign
+  uint32_t cursor_seq = 0;       // first request that may still have unsent chunks
+  uint32_t next_recv_seq = 0;    // SENDs posted so far
+  uint32_t peer_watermark = 0;   // peer reports: all our requests below this are complete there
+  std::vector<TxMsg> resp;       // responses we owe the peer, indexed msg_seq % size
+  std::vector<uint32_t> resp_fifo;  // msg_seqs of responses in creation order
+  uint32_t resp_fifo_head = 0, resp_fifo_tail = 0;
+  bool error = false;
+  // Receive side.
+  std::vector<RxMsg> rx;         // indexed msg_seq % size
+  uint32_t rx_base = 0;          // all peer messages below this are complete (the watermark)
+  std::vector<RecvRequest> posted;
+  uint32_t posted_count = 0, consumed_count = 0;
+  bool rx_error = false;
+};
+
+struct Path {
+  uint8_t id = 0;
+  uint8_t plane = 0;
+  uint16_t src_port = 0, base_port = 0;
+  PathHealth health;
+  PathCongestion cc;
+  // Sender.
+  uint32_t next_seq = 0, floor = 0;
+  std::array<TxRecord, kRingSize> ring{};
+  uint32_t inflight = 0;
+  uint64_t inflight_bytes = 0;
+  double srtt = 0, rttvar = 0;
+  Nanos rto = 0;
+  uint32_t backoff = 0;
+  Nanos last_ack_at = 0;
+  Nanos next_probe_at = 0;
+  Nanos pto_at = kNever;
+  bool probe_due = false;
+  uint16_t probe_stream = 0;
+  // Receiver.
+  SackWindow rx;
+  uint32_t rx_ce = 0, rx_since_ack = 0, rx_echo_ts = 0;
+  uint16_t rx_entropy = 0, rx_stream = 0;
+  bool ack_due = false;
+  PathStats stats;
+};
+
+inline WcStatus status_for_nak(wire::NakCode c) {
+  switch (c) {
+    case wire::NakCode::kBadKey:
+    case wire::NakCode::kOutOfBounds:
+    case wire::NakCode::kAccessViolation: return WcStatus::kRemoteAccessError;
+    case wire::NakCode::kUnknownConnection: return WcStatus::kRemoteAborted;
+    case wire::NakCode::kRnr: return WcStatus::kRnrRetryExceeded;
+    case wire::NakCode::kInvalidRequest: break;
+  }
+  return WcStatus::kRemoteInvalidRequest;
+}
+
+inline wire::NakCode nak_for(AccessCheck a) {
+  switch (a) {
+    case AccessCheck::kBadKey: return wire::NakCode::kBadKey;
+    case AccessCheck::kOutOfBounds: return wire::NakCode::kOutOfBounds;
+    case AccessCheck::kAccessViolation: return wire::NakCode::kAccessViolation;
+    case AccessCheck::kOk: break;
+  }
+  return wire::NakCode::kInvalidRequest;
+}
+
+class MetaRoceConnection final : public Connection {
+ public:
+  // --- verbs (metaroce_verbs.cc): construction, the user's requests, completions, stats
+  MetaRoceConnection(Endpoint& ep, const ConnectionConfig& cfg);
+  PostError post(uint16_t stream, const WorkRequest& wr) override;
+  PostError post_recv(uint16_t stream, const RecvRequest& rr) override;
+  bool set_path_entropy(uint8_t path, uint16_t src_port) override;
+  void release_completions(Stream& s, uint16_t sid);
+  void fail_message(uint16_t sid, TxMsg& m, WcStatus st);
+  void emit_recv(Stream& s, uint16_t sid, const RxMsg& m, WcStatus st);
+  ConnectionStats stats() const override;
+
+  // --- receive (metaroce_receive.cc): path window, data placement, responder side
+  void on_packet(const wire::UdpFrameView&, std::span<const uint8_t>, Nanos) override {}
+  void on_metaroce_packet(const wire::UdpFrameView& v, const wire::PacketView& pv, Nanos now) override;
+  bool rx_path(Path& p, const wire::PacketView& pv, const wire::UdpFrameView& v, Nanos);
+  void rx_data(const wire::PacketView& pv, Nanos now);
+  void fail_rx(Stream& s, uint16_t sid, RxMsg& m, const wire::PacketView& pv, wire::NakCode code);
+  void slide_rx(Stream& s, uint16_t sid);
+  bool execute_request(Stream& s, uint16_t sid, RxMsg& m);
+  TxMsg* new_response(Stream& s, uint32_t mseq);
+  void rx_response(Stream& s, uint16_t sid, const wire::PacketView& pv, Nanos now);
+  void nak(uint16_t sid, const wire::PacketView& pv, wire::NakCode code);
+  void queue_nak(uint16_t sid, uint32_t msg_seq, uint32_t offset, wire::NakCode code, uint8_t path);
+
+  // --- acks at the sender (metaroce_ack.cc): ACK/SACK/NAK, loss, RTT, path health
+  void on_ack(const wire::PacketView& pv, Nanos now);
+  void on_ack_block(Path& p, const wire::AckBlock& b, Nanos now);
+  void mark_lost(Path& p, TxRecord& r);
+  void advance_floor(Path& p);
+  void update_rtt(Path& p, double sample);
+  void rotate_entropy(Path& p);
+  void note_state(Path& p, PathState before);
+  void chunk_acked(const ChunkRef& ref, Nanos now);
+  void on_nak(const wire::PacketView& pv, Nanos now);
+
+  // --- transmit (metaroce_transmit.cc): what to send next, path choice, pacing, frames
+  bool poll_tx(TxFrame& f, uint64_t ready, Nanos now) override;
+  bool send_new(TxFrame& f, uint64_t ready, Nanos now);
+  TxMsg* msg_for(const ChunkRef& ref);
+  int pick_path(uint64_t ready, bool retransmit);
+  void emit_chunk(TxFrame& f, Path& p, const ChunkRef& ref, TxMsg& m, Nanos now, bool retx);
+  void fill_header(wire::CommonHeader& h, Opcode op, uint8_t flags, const Path& p, uint16_t stream, uint32_t plen,
+                   Nanos now);
+  size_t write_frame(TxFrame& f, const Path& p, const wire::CommonHeader& h, const void* ext, size_t ext_len,
+                     const uint8_t* payload, uint32_t plen, std::span<const wire::AckBlock> blocks = {});
+  void record(Path& p, const ChunkRef& ref, uint32_t bytes, uint32_t payload, Nanos now, bool retx);
+  bool send_acks_and_naks(TxFrame& f, uint64_t ready, Nanos now);
+  bool send_probe(TxFrame& f, uint64_t ready, Nanos now);
+  bool pacing_blocked(Nanos now);
+  void queue_retransmit(const ChunkRef& ref);
+
+  // --- timers (metaroce_timers.cc): RTO, PTO, probes of down paths, message timeouts
+  void service_timers(Nanos now);
+  Nanos message_timeout() const;
+  Nanos pto(const Path& p) const;
+  void on_rto(Path& p, Nanos now);
+  void restart_message(Stream& s, TxMsg& m, Nanos resume_at);
+  Nanos next_deadline() const override;
+
+  // --- small helpers and constants (here)
+  uint32_t chunks_for(uint32_t len) const { return len == 0 ? 1 : (len + cfg_.mtu_payload - 1) / cfg_.mtu_payload; }
+
+  static constexpr double kLossGain = 1.0 / 64;         // path health: loss EWMA gain per resolved packet
+  static constexpr double kPacingBurst = 256 * 1024;  // pacing: token bucket depth, bytes
+
+  // --- state, shared by all the files above
+  uint32_t mss_ = 0, frame_overhead_ = 0, max_chunks_ = 0;
+  uint16_t dst_port_ = 0;
+  std::vector<Stream> streams_;
+  std::vector<Path> paths_;
+  std::vector<ChunkRef> retx_;
+  uint64_t retx_head_ = 0, retx_tail_ = 0;
+  std::vector<wire::NakExt> naks_;
+  uint64_t nak_head_ = 0, nak_tail_ = 0;
+  uint8_t nak_path_ = 0;
+  ConnectionCongestion conn_cc_{4096, 1};
+  uint64_t conn_inflight_bytes_ = 0;
+  uint32_t rate_hint_kbps_ = 0;
+  double tokens_ = kPacingBurst;
+  Nanos tokens_at_ = 0, pacing_until_ = 0;
+  size_t stream_rr_ = 0, path_rr_ = 0, ack_rr_ = 0;
+  Nanos next_timer_at_ = kNever;
+  Nanos last_now_ = 0;
+  ConnectionStats stats_;
+};
+
+}  // namespace metaroce::transport::detail

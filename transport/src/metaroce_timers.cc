@@ -1,0 +1,134 @@
+// MetaRoCE connection, timers: per-path RTO and tail-loss probe (PTO), probes of
+// down paths, per-stream message timeouts and whole-message restarts, and the
+// next deadline the endpoint must wake the connection at.
+#include <algorithm>
+
+#include "metaroce_connection.h"
+
+namespace metaroce::transport::detail {
+
+void MetaRoceConnection::service_timers(Nanos now) {
+  const TransportTuning& t = cfg_.tuning;
+  Nanos next = kNever;
+  for (Path& p : paths_) {
+    if (p.inflight > 0 && p.health.state() != PathState::kDown) {
+      const Nanos rto_at = p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8));
+      if (now >= rto_at) {
+        on_rto(p, now);
+      } else if (p.pto_at != kNever && now >= p.pto_at) {
+        // Tail-loss probe: a sequenced PROBE makes the receiver reveal the hole.
+        p.probe_due = true;
+        p.probe_stream = 0;
+        p.pto_at = now + pto(p) * 2;
+      }
+    }
+    if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
+      p.probe_due = true;
+      p.next_probe_at = now + t.probe_interval_ns;
+    }
+    if (p.inflight > 0 && p.health.state() != PathState::kDown) {
+      next = std::min(next, p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8)));
+      next = std::min(next, p.pto_at);
+    }
+    if (p.health.state() == PathState::kDown) next = std::min(next, p.next_probe_at);
+  }
+  // Message timers: the oldest request of each stream must make progress.
+  bool any_usable = false;
+  for (const Path& p : paths_) any_usable |= p.health.state() != PathState::kDown;
+  for (size_t sid = 0; sid < streams_.size(); ++sid) {
+    Stream& s = streams_[sid];
+    if (s.head_seq == s.next_seq) continue;
+    TxMsg& m = s.req[s.head_seq % s.req.size()];
+    if (m.done) continue;
+    if (m.resume_at > now) {
+      next = std::min(next, m.resume_at);
+      continue;
+    }
+    const bool all_acked = m.acked_chunks == m.chunks;
+    const Nanos timeout = message_timeout();
+    if (all_acked && now - m.last_progress >= timeout) {
+      // Everything was received at path level, yet no watermark/response:
+      // first ask (probe with this stream), then resend the whole message.
+      if (++m.timeouts > t.retry_limit) {
+        fail_message(static_cast<uint16_t>(sid), m, WcStatus::kRetryExceeded);
+        continue;
+      }
+      if (m.timeouts % 2 == 1) {
+        for (Path& p : paths_)
+          if (p.health.state() != PathState::kDown) {
+            p.probe_due = true;
+            p.probe_stream = static_cast<uint16_t>(sid);
+            break;
+          }
+        m.last_progress = now;
+      } else {
+        restart_message(s, m, now);
+      }
+    }
+    // Every path down: nothing can be resent; give up after the retry budget
+    // (the probes keep looking, and a path that returns resets the clock).
+    if (!all_acked && !any_usable && now - m.last_progress >= timeout) {
+      if (++m.timeouts > t.retry_limit) {
+        fail_message(static_cast<uint16_t>(sid), m, WcStatus::kRetryExceeded);
+        continue;
+      }
+      m.last_progress = now;
+    }
+    if (all_acked || !any_usable) next = std::min(next, m.last_progress + timeout);
+  }
+  if (pacing_until_ > now) next = std::min(next, pacing_until_);
+  next_timer_at_ = next;
+}
+
+Nanos MetaRoceConnection::message_timeout() const {
+  double srtt = 0;
+  for (const Path& p : paths_) srtt = std::max(srtt, p.srtt);
+  return std::max<Nanos>(static_cast<Nanos>(4 * srtt), cfg_.tuning.min_rto_ns);
+}
+
+Nanos MetaRoceConnection::pto(const Path& p) const {
+  return std::max<Nanos>(static_cast<Nanos>(2 * p.srtt), cfg_.tuning.min_pto_ns) << std::min<uint32_t>(p.backoff, 10);
+}
+
+void MetaRoceConnection::on_rto(Path& p, Nanos now) {
+  p.stats.rtos++;
+  stats_.rtos++;
+  // Everything outstanding on this path is presumed lost and resent on the best paths.
+  for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
+    TxRecord& r = p.ring[seq % kRingSize];
+    if (r.state == RecState::kOutstanding) mark_lost(p, r);
+  }
+  advance_floor(p);
+  p.cc.on_timeout();
+  p.backoff++;
+  p.last_ack_at = now;
+  p.pto_at = kNever;
+  const PathState before = p.health.state();
+  if (p.health.on_rto() == PathHealth::Action::kRotateEntropy) {
+    rotate_entropy(p);
+    p.next_probe_at = now;
+  }
+  note_state(p, before);
+  // A path that went quiet gets a probe so its fate is learned quickly.
+  p.probe_due = true;
+}
+
+// Sends the whole message again from its first chunk, not before resume_at.
+void MetaRoceConnection::restart_message(Stream& s, TxMsg& m, Nanos resume_at) {
+  m.acked.clear();
+  m.acked_chunks = 0;
+  m.next_chunk = 0;
+  ++m.attempt;
+  m.resume_at = resume_at;
+  m.last_progress = resume_at;
+  next_timer_at_ = std::min(next_timer_at_, resume_at);
+  if (seq_diff(m.msg_seq, s.cursor_seq) < 0) s.cursor_seq = m.msg_seq;
+}
+
+Nanos MetaRoceConnection::next_deadline() const {
+  Nanos d = next_timer_at_;
+  if (pacing_until_ > last_now_) d = std::min(d, pacing_until_);
+  return d;
+}
+
+}  // namespace metaroce::transport::detail
