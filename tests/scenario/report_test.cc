@@ -1,4 +1,4 @@
-// Reports (scenario/src/report.cc): report.json round-trips the Report,
+// Reports (scenario/src/report_*.cc): report.json round-trips the Report,
 // timeseries.csv has one row per run and interval, report.html is well formed
 // with its four plots and escapes text, format_number, summary_table and
 // write_report. The page as Chromium renders it: report_html_test.cc.

@@ -1,0 +1,88 @@
+// Private to the report sources (scenario/src/report_*.cc): what the pieces of
+// the report share, in namespace report_internal. The chart kit the plots draw
+// with is in report_svg.h.
+//
+// Reports of a scenario run: report.json, timeseries.csv, report.html and the
+// terminal summary (report.h).
+//
+//   report_format.cc   text helpers shared by every output, format_number(),
+//                      the page's data-key spans
+//   report_derive.cc   metrics derived from the runs (Derived)
+//   report_data.cc     report.json, timeseries.csv, write_report()
+//   report_svg.cc      the SVG chart kit (report_svg.h)
+//   report_plots.cc    the five plots and the colour of each job
+//   report_page.cc     CSS and report.html
+//   report_summary.cc  the terminal summary table
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "metaroce/scenario/report.h"
+
+namespace metaroce::scenario::report_internal {
+
+// ------------------------------------------------------------------ text (report_format.cc)
+
+std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+bool ends_with(std::string_view s, std::string_view suffix);
+bool contains(std::string_view s, std::string_view part);
+std::string esc(std::string_view s);  // HTML/XML escape
+// %g without exponent noise for labels ("0.1", "2.5", "16").
+std::string trim_num(double v, int max_decimals = 3);
+std::string transport_name(const std::string& t);  // "MetaRoCE", "RoCEv2", else as is
+// "1%" for loss, "2 us" for *_ns, "16K" for message_bytes ...
+std::string sweep_label(const std::string& param, double v);
+std::string sweep_axis_title(const std::string& param);
+std::string run_label(const RunResult& run);  // job, plus the sweep value in a sweep
+
+// A number from report.json on the page: <tag data-key="pointer">format_number(key, v)</tag>.
+std::string dk(const std::string& pointer, const std::string& key, double v, const std::string& tag = "span",
+               const std::string& cls = "");
+std::string run_ptr(size_t i, const std::string& key);      // "/runs/<i>/<key>"
+std::string derived_ptr(size_t i, const std::string& key);  // "/derived/runs/<i>/<key>"
+
+// ------------------------------------------------------------------ derived (report_derive.cc)
+
+struct RunDerived {
+  std::optional<double> retained;
+  std::optional<double> fault_from_s, fault_to_s, baseline_bps, fault_bps, fault_retained;
+};
+
+struct Derived {
+  bool sweep = false;
+  std::string parameter;
+  std::vector<double> sweep_values;          // first-appearance order
+  std::vector<std::string> jobs;             // first-appearance order
+  std::map<std::string, std::string> job_transport;
+  std::vector<RunDerived> runs;
+  size_t failed = 0;
+};
+
+Derived derive(const Report& r);
+
+// ------------------------------------------------------------------ plots (report_plots.cc)
+
+struct Style {
+  std::string colour;
+  std::string dash;  // "" = solid
+};
+
+// Colour per job by transport: MetaRoCE blues, RoCEv2 oranges, others green/purple.
+std::map<std::string, Style> job_styles(const Derived& d);
+
+// Each returns one <svg> element.
+std::string plot_goodput(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+std::string plot_retained(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+std::string plot_goodput_bars(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+std::string plot_planes(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+// *shown: the indices of the runs plotted (those with latency samples).
+std::string plot_latency(const Report& r, const Derived& d, const std::map<std::string, Style>& styles,
+                         std::vector<size_t>* shown);
+
+}  // namespace metaroce::scenario::report_internal

@@ -1,0 +1,290 @@
+// report.html: the CSS and the page, assembled from the header, verdict, key
+// figures per job, the plots (report_plots.cc) with their tables, the runs and
+// assertions tables and the scenario YAML.
+
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "metaroce/scenario/report.h"
+#include "report_internal.h"
+
+namespace metaroce::scenario {
+
+using namespace report_internal;
+
+namespace {
+
+const char* kCss = R"CSS(
+*{box-sizing:border-box}
+body{margin:0;background:#f1f3f5;color:#212529;font:14px/1.45 "DejaVu Sans",Helvetica,Arial,sans-serif}
+main{max-width:1200px;margin:0 auto;padding:24px 20px 40px}
+h1{font-size:26px;margin:0 0 4px}
+h2{font-size:18px;margin:0 0 6px}
+.desc{font-size:15px;color:#495057;margin:0 0 10px}
+.meta{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:13px;color:#495057}
+.meta b{color:#212529;font-weight:600}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:bold;letter-spacing:.03em}
+.mode-sim{background:#e7f5ff;color:#1864ab;border:1px solid #a5d8ff}
+.mode-live{background:#fff4e6;color:#d9480f;border:1px solid #ffd8a8}
+.verdict{margin:18px 0;padding:14px 18px;border-radius:8px;font-size:18px;font-weight:bold}
+.verdict ul{margin:6px 0 0;padding-left:22px;font-size:14px;font-weight:normal}
+.verdict.pass{background:#d3f9d8;border:1px solid #8ce99a;color:#2b8a3e}
+.verdict.fail{background:#ffe3e3;border:1px solid #ffa8a8;color:#c92a2a}
+.verdict.none{background:#e9ecef;border:1px solid #ced4da;color:#495057}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:18px}
+.kf{background:#fff;border:1px solid #dee2e6;border-left:6px solid #868e96;border-radius:6px;padding:10px 14px;min-width:230px}
+.kf .name{font-weight:bold}
+.kf .big{font-size:22px;font-weight:bold;font-variant-numeric:tabular-nums}
+.kf .small{font-size:12px;color:#495057}
+section.card{background:#fff;border:1px solid #dee2e6;border-radius:8px;padding:16px 18px;margin:0 0 18px}
+.note{font-size:13px;color:#495057;margin:0 0 10px}
+svg{display:block;max-width:100%;height:auto}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:5px 9px;border-bottom:1px solid #e9ecef;text-align:left;vertical-align:top}
+th{background:#f8f9fa;font-weight:600;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr:nth-child(even) td{background:#fcfcfd}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:middle}
+.ok{color:#2b8a3e;font-weight:bold}
+.bad{color:#c92a2a;font-weight:bold}
+.warn{color:#e67700;font-weight:bold}
+.err{display:block;color:#c92a2a;font-size:12px}
+details{background:#fff;border:1px solid #dee2e6;border-radius:8px;padding:10px 18px}
+summary{cursor:pointer;font-weight:bold}
+pre{background:#f8f9fa;border:1px solid #e9ecef;border-radius:4px;padding:10px;overflow:auto;font:12px/1.4 "DejaVu Sans Mono",monospace;white-space:pre-wrap}
+footer{font-size:12px;color:#868e96;margin-top:14px}
+)CSS";
+
+std::string state_html(const RunResult& run) {
+  const std::string cls = run.state == "done" ? "ok" : run.state == "failed" ? "bad" : "warn";
+  std::string s = "<span class=\"" + cls + "\">" + esc(run.state) + "</span>";
+  if (!run.error.empty()) s += "<span class=\"err\">" + esc(run.error) + "</span>";
+  return s;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ public
+
+std::string report_html(const Report& r) {
+  const Derived d = derive(r);
+  const auto styles = job_styles(d);
+  std::ostringstream h;
+  const std::string title = r.scenario_name.empty() ? std::string("scenario") : r.scenario_name;
+  h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    << "<title>" << esc(title) << " - metaroce-testbed scenario report</title>\n<style>" << kCss
+    << "</style>\n</head>\n<body>\n<main>\n";
+
+  // Header.
+  const bool sim = r.mode == "sim";
+  h << "<header>\n<h1>" << esc(title) << "</h1>\n";
+  if (!r.description.empty()) h << "<p class=\"desc\">" << esc(r.description) << "</p>\n";
+  h << "<div class=\"meta\"><span class=\"badge " << (sim ? "mode-sim" : "mode-live") << "\">"
+    << (sim ? "SIM" : r.mode == "live" ? "LIVE" : esc(r.mode)) << "</span><span>"
+    << (sim ? "simulator, virtual time" : r.mode == "live" ? "live daemons" : "mode " + esc(r.mode)) << "</span>";
+  h << "<span>fabric: <b>" << dk("/planes", "planes", r.planes) << "</b> planes x <b>"
+    << dk("/plane_rate_bps", "plane_rate_bps", r.plane_rate_bps) << "</b></span>";
+  h << "<span>runs: <b>" << r.runs.size() << "</b></span>";
+  if (r.seed <= (uint64_t{1} << 53))
+    h << "<span>seed: <b>" << dk("/seed", "seed", static_cast<double>(r.seed)) << "</b></span>";
+  else
+    h << "<span>seed: <b>" << r.seed << "</b></span>";
+  if (!r.source.empty()) h << "<span>file: <b>" << esc(r.source) << "</b></span>";
+  if (!r.started_at.empty()) h << "<span>started: <b>" << esc(r.started_at) << "</b></span>";
+  if (!r.version.empty()) h << "<span>metaroce-testbed <b>" << esc(r.version) << "</b></span>";
+  h << "</div>\n</header>\n";
+
+  // Verdict.
+  if (r.assertions.empty()) {
+    h << "<div class=\"verdict none\">No assertions were checked</div>\n";
+  } else if (d.failed == 0) {
+    h << "<div class=\"verdict pass\">PASS: all " << dk("/derived/assertions_total", "assertions_total",
+                                                       static_cast<double>(r.assertions.size()))
+      << " assertions passed</div>\n";
+  } else {
+    h << "<div class=\"verdict fail\">FAIL: "
+      << dk("/derived/assertions_failed", "assertions_failed", static_cast<double>(d.failed)) << " of "
+      << dk("/derived/assertions_total", "assertions_total", static_cast<double>(r.assertions.size()))
+      << " assertions failed<ul>";
+    for (const auto& a : r.assertions)
+      if (!a.passed) h << "<li>" << esc(a.text) << (a.detail.empty() ? "" : ": " + esc(a.detail)) << "</li>";
+    h << "</ul></div>\n";
+  }
+
+  // Key figures per job.
+  h << "<div class=\"cards\">\n";
+  for (const auto& job : d.jobs) {
+    const Style& st = styles.at(job);
+    h << "<div class=\"kf\" style=\"border-left-color:" << st.colour << "\"><div class=\"name\">" << esc(job) << " <span class=\"small\">("
+      << esc(transport_name(d.job_transport.at(job))) << ")</span></div>";
+    if (d.sweep) {
+      size_t first = r.runs.size(), last = r.runs.size();
+      for (size_t i = 0; i < r.runs.size(); ++i)
+        if (r.runs[i].job == job) {
+          if (first == r.runs.size()) first = i;
+          last = i;
+        }
+      if (last < r.runs.size() && d.runs[last].retained) {
+        h << "<div class=\"big\">" << dk(derived_ptr(last, "retained"), "retained", *d.runs[last].retained)
+          << "</div><div class=\"small\">retained at " << esc(r.runs[last].sweep_parameter) << " "
+          << esc(sweep_label(r.runs[last].sweep_parameter, r.runs[last].sweep_value)) << "</div>";
+      }
+      if (first < r.runs.size())
+        h << "<div class=\"small\">" << dk(run_ptr(first, "goodput_bps"), "goodput_bps", r.runs[first].goodput_bps)
+          << " at " << esc(r.runs[first].sweep_parameter) << " "
+          << esc(sweep_label(r.runs[first].sweep_parameter, r.runs[first].sweep_value)) << "</div>";
+    } else {
+      for (size_t i = 0; i < r.runs.size(); ++i) {
+        if (r.runs[i].job != job) continue;
+        h << "<div class=\"big\">" << dk(run_ptr(i, "goodput_bps"), "goodput_bps", r.runs[i].goodput_bps) << "</div>";
+        if (d.runs[i].fault_retained)
+          h << "<div class=\"small\">retained during the fault: "
+            << dk(derived_ptr(i, "fault_retained"), "fault_retained", *d.runs[i].fault_retained) << "</div>";
+        h << "<div class=\"small\">" << dk(run_ptr(i, "retransmits"), "retransmits", static_cast<double>(r.runs[i].retransmits))
+          << " retransmits, " << dk(run_ptr(i, "rtos"), "rtos", static_cast<double>(r.runs[i].rtos)) << " RTOs</div>";
+        break;
+      }
+    }
+    h << "</div>\n";
+  }
+  h << "</div>\n";
+
+  // 1. Goodput over time.
+  h << "<section class=\"card\"><h2>Goodput over time</h2><p class=\"note\">Goodput per measurement interval"
+    << (d.sweep ? ", one panel per sweep value" : "")
+    << (d.sweep_values.size() > 9 ? " (9 of " + std::to_string(d.sweep_values.size()) + " values, first and last included)" : "")
+    << ". Dashed vertical lines mark the fault events.</p>\n"
+    << plot_goodput(r, d, styles) << "</section>\n";
+
+  // 2. Retained vs sweep value, or goodput per run.
+  if (d.sweep) {
+    h << "<section class=\"card\"><h2>Retained throughput vs " << esc(sweep_axis_title(d.parameter))
+      << "</h2><p class=\"note\">Retained = goodput of a run / goodput of the same job at the first sweep value ("
+      << esc(sweep_label(d.parameter, d.sweep_values.empty() ? 0 : d.sweep_values.front())) << ").</p>\n"
+      << plot_retained(r, d, styles);
+    h << "<table><thead><tr><th>job</th><th>transport</th>";
+    for (double v : d.sweep_values) h << "<th class=\"n\">" << esc(d.parameter) << " " << esc(sweep_label(d.parameter, v)) << "</th>";
+    h << "</tr></thead><tbody>\n";
+    for (const auto& job : d.jobs) {
+      h << "<tr><td><span class=\"swatch\" style=\"background:" << styles.at(job).colour << "\"></span>" << esc(job)
+        << "</td><td>" << esc(transport_name(d.job_transport.at(job))) << "</td>";
+      for (double v : d.sweep_values) {
+        h << "<td class=\"n\">";
+        for (size_t i = 0; i < r.runs.size(); ++i)
+          if (r.runs[i].job == job && r.runs[i].sweep_value == v) {
+            if (d.runs[i].retained) h << "<b>" << dk(derived_ptr(i, "retained"), "retained", *d.runs[i].retained) << "</b><br>";
+            h << dk(run_ptr(i, "goodput_bps"), "goodput_bps", r.runs[i].goodput_bps);
+            break;
+          }
+        h << "</td>";
+      }
+      h << "</tr>\n";
+    }
+    h << "</tbody></table></section>\n";
+  } else {
+    h << "<section class=\"card\"><h2>Goodput per run</h2><p class=\"note\">Mean goodput over the whole run"
+      << "; where the run had fault events, also the mean during the fault window (first to last event) and the "
+         "share of the pre-fault goodput it retained.</p>\n"
+      << plot_goodput_bars(r, d, styles) << "</section>\n";
+  }
+
+  // 3. Per-plane load.
+  h << "<section class=\"card\"><h2>Load per plane</h2><p class=\"note\">Utilisation of each plane per interval "
+       "(bytes forwarded x 8 / (interval x plane rate)); one row per plane, one map per run.</p>\n"
+    << plot_planes(r, d, styles) << "</section>\n";
+
+  // 4. Latency.
+  std::vector<size_t> shown;
+  const std::string lat = plot_latency(r, d, styles, &shown);
+  h << "<section class=\"card\"><h2>Latency percentiles</h2><p class=\"note\">Median, p99 and p99.9 operation "
+       "latency per run in microseconds (log scale).";
+  std::vector<std::string> skipped;
+  for (const auto& run : r.runs)
+    if (run.latency.samples == 0) skipped.push_back(run_label(run));
+  if (!skipped.empty()) {
+    h << " Skipped (0 samples): ";
+    for (size_t k = 0; k < skipped.size(); ++k) h << (k ? ", " : "") << esc(skipped[k]);
+    h << ".";
+  }
+  h << "</p>\n" << lat;
+  if (!shown.empty()) {
+    h << "<table><thead><tr><th>run</th><th class=\"n\">samples</th><th class=\"n\">min</th><th class=\"n\">median</th>"
+         "<th class=\"n\">avg</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr></thead><tbody>\n";
+    for (size_t i : shown) {
+      const auto& l = r.runs[i].latency;
+      const std::string p = "/runs/" + std::to_string(i) + "/latency/";
+      h << "<tr><td><span class=\"swatch\" style=\"background:" << styles.at(r.runs[i].job).colour << "\"></span>"
+        << esc(run_label(r.runs[i])) << "</td><td class=\"n\">" << dk(p + "samples", "samples", static_cast<double>(l.samples))
+        << "</td><td class=\"n\">" << dk(p + "min_us", "min_us", l.min_us) << "</td><td class=\"n\">"
+        << dk(p + "median_us", "median_us", l.median_us) << "</td><td class=\"n\">" << dk(p + "avg_us", "avg_us", l.avg_us)
+        << "</td><td class=\"n\">" << dk(p + "p99_us", "p99_us", l.p99_us) << "</td><td class=\"n\">"
+        << dk(p + "p999_us", "p999_us", l.p999_us) << "</td><td class=\"n\">" << dk(p + "max_us", "max_us", l.max_us)
+        << "</td></tr>\n";
+    }
+    h << "</tbody></table>";
+  }
+  h << "</section>\n";
+
+  // Summary table.
+  h << "<section class=\"card\"><h2>Runs</h2><table><thead><tr><th>run</th><th>transport</th>";
+  if (d.sweep) h << "<th class=\"n\">" << esc(d.parameter) << "</th>";
+  h << "<th class=\"n\">goodput</th>";
+  if (d.sweep) h << "<th class=\"n\">retained</th>";
+  h << "<th class=\"n\">retransmits</th><th class=\"n\">spurious</th><th class=\"n\">RTOs</th>"
+       "<th class=\"n\">path state changes</th><th>verification</th><th>state</th></tr></thead><tbody>\n";
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const auto& run = r.runs[i];
+    h << "<tr><td><span class=\"swatch\" style=\"background:" << styles.at(run.job).colour << "\"></span>"
+      << esc(run.job) << "</td><td>" << esc(transport_name(run.transport)) << "</td>";
+    if (d.sweep) h << "<td class=\"n\">" << dk(run_ptr(i, "sweep_value"), "sweep_value", run.sweep_value) << "</td>";
+    h << "<td class=\"n\">" << dk(run_ptr(i, "goodput_bps"), "goodput_bps", run.goodput_bps) << "</td>";
+    if (d.sweep)
+      h << "<td class=\"n\">"
+        << (d.runs[i].retained ? dk(derived_ptr(i, "retained"), "retained", *d.runs[i].retained) : std::string("-"))
+        << "</td>";
+    h << "<td class=\"n\">" << dk(run_ptr(i, "retransmits"), "retransmits", static_cast<double>(run.retransmits))
+      << "</td><td class=\"n\">"
+      << dk(run_ptr(i, "spurious_retransmits"), "spurious_retransmits", static_cast<double>(run.spurious_retransmits))
+      << "</td><td class=\"n\">" << dk(run_ptr(i, "rtos"), "rtos", static_cast<double>(run.rtos))
+      << "</td><td class=\"n\">"
+      << dk(run_ptr(i, "path_state_changes"), "path_state_changes", static_cast<double>(run.path_state_changes))
+      << "</td><td>";
+    if (run.verification.empty()) {
+      h << "<span class=\"warn\">not verified</span>";
+    } else {
+      const bool ok = run.verification == "passed" && run.verify_failures == 0;
+      h << "<span class=\"" << (ok ? "ok" : "bad") << "\">" << esc(run.verification) << "</span>";
+      if (run.verify_failures > 0)
+        h << " (" << dk(run_ptr(i, "verify_failures"), "verify_failures", static_cast<double>(run.verify_failures))
+          << " failures)";
+    }
+    h << "</td><td>" << state_html(run) << "</td></tr>\n";
+  }
+  h << "</tbody></table></section>\n";
+
+  // Assertions.
+  h << "<section class=\"card\"><h2>Assertions</h2>";
+  if (r.assertions.empty()) {
+    h << "<p class=\"note\">The scenario has no assertions.</p>";
+  } else {
+    h << "<table><thead><tr><th>assertion</th><th>result</th><th>detail</th></tr></thead><tbody>\n";
+    for (const auto& a : r.assertions)
+      h << "<tr><td>" << esc(a.text) << "</td><td><span class=\"" << (a.passed ? "ok\">PASS" : "bad\">FAIL")
+        << "</span></td><td>" << esc(a.detail) << "</td></tr>\n";
+    h << "</tbody></table>";
+  }
+  h << "</section>\n";
+
+  h << "<details><summary>Scenario YAML (to replay this run)</summary>\n<pre>" << esc(r.scenario_yaml)
+    << "</pre></details>\n";
+  h << "<footer>Generated by metaroce-testbed" << (r.version.empty() ? "" : " " + esc(r.version))
+    << ". Full data: report.json and timeseries.csv next to this file.</footer>\n";
+  h << "</main>\n</body>\n</html>\n";
+  return h.str();
+}
+
+}  // namespace metaroce::scenario
