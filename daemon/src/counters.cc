@@ -1,6 +1,7 @@
 // Every counter of the daemon, once: the gRPC GetCounters answer and the
 // Prometheus text exposition at /metrics are both rendered from this list.
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "core.h"
@@ -15,6 +16,14 @@ struct Sample {
   const char* help = "";
   bool counter = true;  // else gauge
 };
+
+constexpr size_t kFirstLatenessBucket = 9, kLastLatenessBucket = 33;  // le = 1.024 us ... 17.2 s
+
+std::string fmt_le(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
 
 const char* path_state_text(transport::PathState s) {
   return s == transport::PathState::kActive ? "active" : s == transport::PathState::kDegraded ? "degraded" : "down";
@@ -43,6 +52,34 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
   auto add_worker = [&](const char* worker, const datapath::WorkerStats& w) {
     add("worker_iterations_total", {{"worker", worker}}, w.iterations, "Worker loop iterations");
     add("worker_idle_blocks_total", {{"worker", worker}}, w.idle_blocks, "Times the worker blocked when idle");
+    // Fidelity: did the worker keep up on the real clock? (docs/architecture.md, "Fidelity")
+    const double wall = w.started_ns > 0 && w.sampled_ns > w.started_ns ? (w.sampled_ns - w.started_ns) / 1e9 : 0;
+    add("worker_wall_seconds_total", {{"worker", worker}}, wall, "Seconds the worker loop has run");
+    add("worker_busy_seconds_total", {{"worker", worker}}, w.busy_ns / 1e9, "Seconds in iterations that moved frames");
+    add("worker_cpu_seconds_total", {{"worker", worker}}, w.cpu_ns / 1e9, "CPU seconds of the worker thread");
+    add("worker_run_delay_seconds_total", {{"worker", worker}}, w.run_delay_ns / 1e9,
+        "Seconds the worker was runnable but waited for a CPU");
+    auto add_lateness = [&](const char* name, const datapath::LatenessHistogram& h, const char* help) {
+      // Cumulative buckets, as a Prometheus histogram: le = the bucket's upper bound in seconds.
+      // Buckets from 1 us to 17 s; the first holds everything below it.
+      uint64_t cum = 0;
+      for (size_t b = 0; b < datapath::LatenessHistogram::kBuckets; ++b) {
+        cum += h.counts[b];
+        if (b < kFirstLatenessBucket || b > kLastLatenessBucket) continue;
+        const double le = static_cast<double>((int64_t{2} << b)) / 1e9;
+        add(std::string(name) + "_bucket", {{"worker", worker}, {"le", fmt_le(le)}}, static_cast<double>(cum), help);
+      }
+      add(std::string(name) + "_count", {{"worker", worker}}, static_cast<double>(cum), help);
+    };
+    add("worker_tx_dropped_ring_full_total", {{"worker", worker}}, w.tx_dropped_ring_full,
+        "Frames a port refused at their due time");
+    for (size_t c = 1; c < std::size(w.emu_drops); ++c)
+      add("worker_emulator_drops_total",
+          {{"worker", worker}, {"reason", emulator::drop_cause_name(static_cast<emulator::DropCause>(c))}},
+          w.emu_drops[c], "Frames the emulator dropped on this worker (every hop), by cause");
+    add("worker_delay_line_full_total", {{"worker", worker}}, w.delay_line_full, "Frames dropped: no delay-line buffer");
+    add_lateness("worker_frame_lateness_seconds", w.frame_lateness, "Frames handled after their due time, by lateness");
+    add_lateness("worker_timer_lateness_seconds", w.timer_lateness, "Engine timers serviced after their due time, by lateness");
   };
   add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
   add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);

@@ -139,6 +139,7 @@ bool EndpointRuntime::snapshot_counters(transport::EndpointCounters* ep, datapat
   const bool ok = channel_.call([this, snap](transport::Nanos) {
     snap->first = endpoint_->counters();
     snap->second = worker_->stats();
+    datapath::sample_schedule(snap->second);
   });
   if (ok) std::tie(*ep, *worker) = *snap;
   return ok;

@@ -181,6 +181,7 @@ bool FabricRuntime::snapshot(FabricSnapshot* out) {
         }
     snap->counters = f.counters();
     snap->worker = node_->stats();
+    datapath::sample_schedule(snap->worker);
     for (const auto& port : ports_) snap->ports.emplace_back(port->name(), port->stats());
     snap->timeline_pending = static_cast<uint32_t>(node_->timeline_pending());
   });

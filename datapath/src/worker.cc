@@ -1,9 +1,11 @@
 #include "metaroce/datapath/worker.h"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "metaroce/wire/udp_frame.h"
 
@@ -11,6 +13,8 @@ namespace metaroce::datapath {
 
 namespace {
 constexpr size_t kBurst = 32;
+constexpr size_t kMaxRxBurstsPerStep = 8;
+constexpr Nanos kGranularityDecay = 4096;  // timer services for the measured granularity to fall by 1/e
 constexpr uint32_t kStageFrame = 9216;
 
 void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
@@ -30,7 +34,42 @@ void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
     nanosleep(&ts, nullptr);
   }
 }
+// A worker's sleeps end when they are due, not up to 50 us later (the
+// kernel's default timer slack), so emulated delays and engine timers keep
+// their time when the worker blocks between frames.
+void tighten_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
 }  // namespace
+
+void sample_schedule(WorkerStats& stats) {
+  stats.sampled_ns = monotonic_ns();
+  // "<cpu ns> <run-queue wait ns> <timeslices>"
+  if (FILE* f = std::fopen("/proc/thread-self/schedstat", "r")) {
+    long long cpu = 0, wait = 0;
+    if (std::fscanf(f, "%lld %lld", &cpu, &wait) == 2) {
+      stats.cpu_ns = cpu;
+      stats.run_delay_ns = wait;
+    }
+    std::fclose(f);
+  }
+}
+
+Nanos LatenessHistogram::quantile_upper_ns(double q) const {
+  const uint64_t n = total();
+  if (n == 0) return 0;
+  const double want = std::clamp(q, 0.0, 1.0) * static_cast<double>(n);
+  uint64_t seen = 0;
+  for (size_t b = 0; b < kBuckets; ++b) {
+    seen += counts[b];
+    if (static_cast<double>(seen) >= want && seen > 0) return b == 0 ? 1 : (Nanos{2} << b) - 1;
+  }
+  return (Nanos{2} << (kBuckets - 1)) - 1;
+}
+
+LatenessHistogram LatenessHistogram::minus(const LatenessHistogram& earlier) const {
+  LatenessHistogram d;
+  for (size_t b = 0; b < kBuckets; ++b) d.counts[b] = counts[b] >= earlier.counts[b] ? counts[b] - earlier.counts[b] : 0;
+  return d;
+}
 
 TxStaging::TxStaging(size_t frames, size_t frame_size)
     : capacity_(frames), frame_size_(frame_size), bytes_(frames * frame_size) {
@@ -93,28 +132,34 @@ void EndpointWorker::flush_staged() {
 bool EndpointWorker::step(Nanos now) {
   bool work = false;
   stats_.iterations++;
-  // Receive.
+  // Receive: drain each port (a bounded number of bursts) before the engine's
+  // timers run in poll_tx below, so ACKs that queued up while this thread was
+  // descheduled are seen before a retransmission timeout is declared.
   for (size_t p = 0; p < ports_.size(); ++p) {
-    const size_t n = ports_[p]->rx_burst(rx_);
-    for (size_t i = 0; i < n; ++i) {
-      work = true;
-      stats_.rx_frames++;
-      std::span<const uint8_t> f(rx_[i].data, rx_[i].len);
-      if (!delay_) {
-        ep_.on_frame(f, now);
-        continue;
+    for (size_t burst = 0; burst < kMaxRxBurstsPerStep; ++burst) {
+      const size_t n = ports_[p]->rx_burst(rx_);
+      for (size_t i = 0; i < n; ++i) {
+        work = true;
+        stats_.rx_frames++;
+        std::span<const uint8_t> f(rx_[i].data, rx_[i].len);
+        if (!delay_) {
+          ep_.on_frame(f, now);
+          continue;
+        }
+        // Inline ingress emulation: copy, impair, hold until due.
+        emulator::FramePosition pos;
+        pos.plane = static_cast<uint8_t>(p);
+        pos.hop = emulator::Hop::kDownlink;  // marks "ingress" in the delay line
+        if (!delay_->push(now, f, pos)) stats_.delay_line_full++;
       }
-      // Inline ingress emulation: copy, impair, hold until due.
-      emulator::FramePosition pos;
-      pos.plane = static_cast<uint8_t>(p);
-      pos.hop = emulator::Hop::kDownlink;  // marks "ingress" in the delay line
-      if (!delay_->push(now, f, pos)) stats_.delay_line_full++;
+      if (n < rx_.size()) break;
     }
   }
   // Frames whose time has come: through their link, then on to engine or port.
   if (delay_) {
     while (const DelayLine::Held* h = delay_->peek_due(now)) {
       work = true;
+      stats_.frame_lateness.record(now - h->due);
       emulator::FramePosition pos = h->pos;
       std::span<uint8_t> bytes = delay_->bytes(*h);
       if (pos.hop == emulator::Hop::kDelivered) {  // already impaired: deliver
@@ -164,16 +209,31 @@ bool EndpointWorker::step(Nanos now) {
 }
 
 void EndpointWorker::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
-  uint32_t idle = 0;
+  tighten_timer_slack();
+  Nanos idle_since = -1;  // start of the current idle stretch
+  Nanos granularity = 0;
+  Nanos timer_seen = -1;  // the engine deadline already recorded as serviced
+  stats_.started_ns = monotonic_ns();
   while (!stop.load(std::memory_order_relaxed)) {
     const Nanos now = monotonic_ns();
+    const Nanos due = ep_.next_deadline();
+    if (due <= now && due != timer_seen) {
+      stats_.timer_lateness.record(now - due);
+      timer_seen = due;
+      // The engine's clock granularity: a slowly decaying maximum of how late timers run here.
+      granularity = std::max(now - due, granularity - granularity / kGranularityDecay);
+      ep_.set_timer_granularity(granularity);
+    }
     const bool work = step(now);
     if (on_iteration) on_iteration(now);
+    if (work) stats_.busy_ns += monotonic_ns() - now;
     if (work || idle_.busy_poll) {
-      idle = 0;
+      idle_since = -1;
       continue;
     }
-    if (++idle < idle_.spin_iterations) continue;
+    if (idle_since < 0) idle_since = now;
+    if (now - idle_since < idle_.spin_ns) continue;
+    idle_since = -1;
     Nanos next = ep_.next_deadline();
     if (delay_) next = std::min(next, delay_->next_due());
     block(ports_, std::clamp<Nanos>(next - monotonic_ns(), 0, idle_.max_block_ns), stats_);
@@ -245,6 +305,7 @@ bool FabricNode::step(Nanos now) {
     }
   while (const DelayLine::Held* held = delay_.peek_due(now)) {
     work = true;
+    stats_.frame_lateness.record(now - held->due);
     emulator::FramePosition pos = held->pos;
     std::span<uint8_t> bytes = delay_.bytes(*held);
     if (pos.hop == emulator::Hop::kDelivered) {
@@ -273,16 +334,21 @@ void FabricNode::run(const std::atomic<bool>& stop, const std::function<void(Nan
   std::vector<Port*> all;
   for (auto& row : ports_)
     for (Port* p : row) all.push_back(p);
-  uint32_t idle = 0;
+  tighten_timer_slack();
+  Nanos idle_since = -1;  // start of the current idle stretch
+  stats_.started_ns = monotonic_ns();
   while (!stop.load(std::memory_order_relaxed)) {
     const Nanos now = monotonic_ns() - origin_;
     const bool work = step(now);
     if (on_iteration) on_iteration(now);
+    if (work) stats_.busy_ns += monotonic_ns() - origin_ - now;
     if (work || config_.idle.busy_poll) {
-      idle = 0;
+      idle_since = -1;
       continue;
     }
-    if (++idle < config_.idle.spin_iterations) continue;
+    if (idle_since < 0) idle_since = now;
+    if (now - idle_since < config_.idle.spin_ns) continue;
+    idle_since = -1;
     Nanos next = delay_.next_due();
     if (timeline_) next = std::min(next, timeline_->next_at());
     block(all, std::clamp<Nanos>(next - (monotonic_ns() - origin_), 0, config_.idle.max_block_ns), stats_);

@@ -28,17 +28,62 @@ Nanos monotonic_ns();
 
 struct IdlePolicy {
   bool busy_poll = false;
-  uint32_t spin_iterations = 2000;  // empty iterations before blocking
+  // How long an idle worker keeps polling before it blocks. Short: on a host
+  // with fewer cores than busy threads a spinning worker takes the CPU another
+  // worker (or the kernel's veth path) needs, and the fidelity guard then
+  // sees frames and timers late; a blocked worker wakes on its ports' fds or
+  // its next deadline.
+  Nanos spin_ns = 5'000;
   Nanos max_block_ns = 1'000'000;   // never block longer than this
 };
 
+// How late something happened relative to when it was due, as counts in
+// log2 buckets: bucket 0 holds [0, 2 ns), bucket i holds [2^i, 2^(i+1)) ns.
+// Fixed storage, so a worker records without allocating; the control plane
+// takes differences between two snapshots and reads quantiles from them.
+struct LatenessHistogram {
+  static constexpr size_t kBuckets = 40;
+  uint64_t counts[kBuckets] = {};
+  void record(Nanos late_ns) {
+    const uint64_t v = late_ns > 0 ? static_cast<uint64_t>(late_ns) : 0;
+    const size_t b = v < 2 ? 0 : static_cast<size_t>(63 - __builtin_clzll(v));
+    counts[b < kBuckets ? b : kBuckets - 1]++;
+  }
+  uint64_t total() const {
+    uint64_t n = 0;
+    for (uint64_t c : counts) n += c;
+    return n;
+  }
+  // Upper bound (ns) of the bucket holding quantile q in [0, 1]; 0 when empty.
+  Nanos quantile_upper_ns(double q) const;
+  LatenessHistogram minus(const LatenessHistogram& earlier) const;
+};
+
+// Fidelity figures a worker keeps about itself: whether it kept up with what
+// it was asked to do on the real clock (see docs/architecture.md, "fidelity").
 struct WorkerStats {
   uint64_t iterations = 0, idle_blocks = 0;
+  Nanos started_ns = 0;                // monotonic time the loop started (0: never ran)
+  Nanos busy_ns = 0;                   // wall time spent in iterations that moved something
+  // Frames leaving a delay line after their due time (emulated delay, queueing,
+  // rate): the emulated fabric's own timing error.
+  LatenessHistogram frame_lateness;
+  // Endpoint role: how late the transport engine's timers were serviced.
+  LatenessHistogram timer_lateness;
+  // Filled by sample_schedule() on the worker's own thread when a snapshot is
+  // taken: monotonic time then, the thread's CPU time, and the time it was
+  // runnable but waited for a CPU (the host, not the fabric, delaying frames).
+  Nanos sampled_ns = 0, cpu_ns = 0, run_delay_ns = 0;
   uint64_t rx_frames = 0, tx_frames = 0;
   uint64_t tx_dropped_ring_full = 0;   // frames a port refused at their due time
   uint64_t delay_line_full = 0;        // frames dropped: no buffer to hold them
   uint64_t emu_drops[6] = {0, 0, 0, 0, 0, 0};  // by emulator::DropCause
 };
+
+// Fills stats.sampled_ns, cpu_ns and run_delay_ns for the calling thread
+// (from /proc/thread-self/schedstat; cpu_ns and run_delay_ns stay 0 where the
+// kernel does not provide it). Call it on the worker, between iterations.
+void sample_schedule(WorkerStats& stats);
 
 // Frames copied for one tx_burst on one port (the source buffers may be
 // recycled right after), fixed storage.
