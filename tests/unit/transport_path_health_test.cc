@@ -71,5 +71,20 @@ TEST(PathHealth, AnAckBetweenRtosResetsTheCount) {
   EXPECT_EQ(h.state(), PathState::kActive);
 }
 
+// A scheduler hiccup makes every path time out at once: that is no evidence
+// against any one path, which stays active through it; only a silence that
+// outlasts kSilentExtraRtos more timeouts (every plane dead) takes it down.
+TEST(PathHealth, TimeoutsWhileEveryPathIsSilentAreNoEvidence) {
+  PathHealth h(params());
+  EXPECT_EQ(h.on_rto(/*others_answered=*/false), PathHealth::Action::kNone);
+  EXPECT_EQ(h.on_rto(false), PathHealth::Action::kNone);
+  EXPECT_EQ(h.state(), PathState::kActive) << "two silent timeouts are a stall, not a dead path";
+  h.evaluate(0.0);  // the stall ends: answered again
+  for (uint32_t i = 0; i + 1 < 2 + PathHealth::kSilentExtraRtos; ++i) EXPECT_EQ(h.on_rto(false), PathHealth::Action::kNone);
+  EXPECT_EQ(h.state(), PathState::kActive);
+  EXPECT_EQ(h.on_rto(false), PathHealth::Action::kRotateEntropy) << "a silence this long is a dead path";
+  EXPECT_EQ(h.state(), PathState::kDown);
+}
+
 }  // namespace
 }  // namespace metaroce::transport

@@ -74,7 +74,9 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   const uint32_t rtt32 = static_cast<uint32_t>(now) - echo;
   if (echo != 0 && rtt32 < 1'000'000'000u) update_rtt(p, static_cast<double>(rtt32));
   p.last_ack_at = now;
+  p.last_answered_at = now;
   p.backoff = 0;
+  p.probe_backoff = 0;
   if (p.inflight > 0) p.pto_at = now + pto(p);
   else p.pto_at = kNever;
   // Congestion control: ECN-driven, per path and per connection.
@@ -121,8 +123,9 @@ void MetaRoceConnection::update_rtt(Path& p, double sample) {
     p.rttvar = 0.75 * p.rttvar + 0.25 * std::abs(p.srtt - sample);
     p.srtt = 0.875 * p.srtt + 0.125 * sample;
   }
-  p.rto = std::clamp<Nanos>(static_cast<Nanos>(p.srtt + 4 * p.rttvar), cfg_.tuning.min_rto_ns,
-                            cfg_.tuning.max_rto_ns);
+  // RFC 6298: srtt + max(G, 4 x rttvar), G the host's measured timer granularity.
+  const double var = std::max(static_cast<double>(ep_.timer_granularity()), 4 * p.rttvar);
+  p.rto = std::clamp<Nanos>(static_cast<Nanos>(p.srtt + var), cfg_.tuning.min_rto_ns, cfg_.tuning.max_rto_ns);
   p.stats.srtt_ns = p.srtt;
 }
 

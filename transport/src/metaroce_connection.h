@@ -24,6 +24,7 @@ namespace metaroce::transport::detail {
 
 using wire::Opcode;
 
+inline constexpr uint32_t kProbesPerInterval = 4;  // unanswered probes of a down path before its interval doubles
 inline constexpr uint32_t kRingSize = 256;  // per-path transmission records == SACK span
 inline constexpr uint8_t kKindRequest = 0;
 inline constexpr uint8_t kKindResponse = 1;
@@ -131,7 +132,9 @@ struct Path {
   Nanos rto = 0;
   uint32_t backoff = 0;
   Nanos last_ack_at = 0;
+  Nanos last_answered_at = 0;  // the last ACK received on this path (last_ack_at is also moved by timeouts)
   Nanos next_probe_at = 0;
+  uint32_t probe_backoff = 0;  // unanswered probes of a down path (doubles its probe interval)
   Nanos pto_at = kNever;
   bool probe_due = false;
   uint16_t probe_stream = 0;

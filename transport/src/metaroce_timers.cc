@@ -24,7 +24,12 @@ void MetaRoceConnection::service_timers(Nanos now) {
     }
     if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
       p.probe_due = true;
-      p.next_probe_at = now + t.probe_interval_ns;
+      // A dead plane is probed ever less often (up to max_probe_interval), so it costs little
+      // while it is down and is found again within that interval when it returns.
+      // The interval doubles every kProbesPerInterval unanswered probes.
+      const Nanos interval = t.probe_interval_ns << std::min<uint32_t>(p.probe_backoff / kProbesPerInterval, 16);
+      p.next_probe_at = now + std::min(interval, std::max(t.probe_interval_ns, t.max_probe_interval_ns));
+      ++p.probe_backoff;
     }
     if (p.inflight > 0 && p.health.state() != PathState::kDown) {
       next = std::min(next, p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8)));
@@ -83,7 +88,7 @@ void MetaRoceConnection::service_timers(Nanos now) {
 Nanos MetaRoceConnection::message_timeout() const {
   double srtt = 0;
   for (const Path& p : paths_) srtt = std::max(srtt, p.srtt);
-  return std::max<Nanos>(static_cast<Nanos>(4 * srtt), cfg_.tuning.min_rto_ns);
+  return std::max<Nanos>(static_cast<Nanos>(4 * srtt) + ep_.timer_granularity(), cfg_.tuning.min_rto_ns);
 }
 
 Nanos MetaRoceConnection::pto(const Path& p) const {
@@ -104,9 +109,15 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   p.last_ack_at = now;
   p.pto_at = kNever;
   const PathState before = p.health.state();
-  if (p.health.on_rto() == PathHealth::Action::kRotateEntropy) {
+  // Evidence against this path: another usable path was answered after this one last was.
+  bool others_answered = paths_.size() == 1;
+  for (const Path& q : paths_)
+    if (&q != &p && q.health.state() != PathState::kDown && q.last_answered_at > p.last_answered_at)
+      others_answered = true;
+  if (p.health.on_rto(others_answered) == PathHealth::Action::kRotateEntropy) {
     rotate_entropy(p);
     p.next_probe_at = now;
+    p.probe_backoff = 0;
   }
   note_state(p, before);
   // A path that went quiet gets a probe so its fate is learned quickly.

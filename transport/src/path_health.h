@@ -1,5 +1,6 @@
 // Path health: active -> degraded (keeps losing, clearly more than the other
-// paths) -> down (consecutive retransmission timeouts), and back: a degraded
+// paths) -> down (consecutive retransmission timeouts while other paths are
+// answered), and back: a degraded
 // path recovers when its loss falls, a down path after answered probes. A path
 // that stays degraded has its entropy rotated (new UDP source port) so ECMP
 // moves it to another route; a path that goes down is rotated at once.
@@ -48,9 +49,16 @@ class PathHealth {
     return Action::kNone;
   }
 
-  // A retransmission timeout on this path.
-  Action on_rto() {
-    if (++consecutive_rtos_ >= p_.down_after_rtos && state_ != PathState::kDown) {
+  // A retransmission timeout on this path. A timeout while other paths are
+  // answered is evidence against this path; when every path goes quiet at
+  // once the host or the whole fabric stalled, and a path is declared down
+  // only if the silence outlasts kSilentExtraRtos more (backed-off) timeouts,
+  // far longer than a scheduler hiccup.
+  static constexpr uint32_t kSilentExtraRtos = 3;
+  Action on_rto(bool others_answered = true) {
+    ++consecutive_rtos_;
+    const uint32_t needed = p_.down_after_rtos + (others_answered ? 0 : kSilentExtraRtos);
+    if (consecutive_rtos_ >= needed && state_ != PathState::kDown) {
       set(PathState::kDown);
       return Action::kRotateEntropy;
     }

@@ -110,6 +110,14 @@ class Endpoint {
   void note_active_sender(uint32_t conn, Nanos now);
   EndpointCounters& mutable_counters() { return counters_; }
 
+  // How late this host services timers (RFC 6298's clock granularity G), as
+  // measured by whoever drives the endpoint on a real clock (the datapath
+  // worker); 0 in the simulator. Retransmission timeouts are at least
+  // srtt + max(G, 4 x rttvar), so a scheduler that wakes us late does not
+  // read as loss.
+  void set_timer_granularity(Nanos g) { timer_granularity_ns_ = g; }
+  Nanos timer_granularity() const { return timer_granularity_ns_; }
+
  private:
   void reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv);
 
@@ -131,6 +139,7 @@ class Endpoint {
   std::vector<PendingNak> pending_naks_;
   // Active senders for the fair-share hint.
   std::vector<std::pair<uint32_t, Nanos>> last_seen_;
+  Nanos timer_granularity_ns_ = 0;
 };
 
 }  // namespace metaroce::transport

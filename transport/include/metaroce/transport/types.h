@@ -100,8 +100,9 @@ struct TransportTuning {
   Nanos min_rto_ns = 200'000;
   Nanos max_rto_ns = 50'000'000;
   Nanos min_pto_ns = 20'000;           // tail-loss probe after max(2 x srtt, this) without ACKs
-  uint32_t down_after_rtos = 2;        // consecutive RTOs that mark a path down
-  Nanos probe_interval_ns = 100'000;   // probing of a down path
+  uint32_t down_after_rtos = 2;        // consecutive RTOs, while other paths are answered, that mark a path down
+  Nanos probe_interval_ns = 100'000;   // first probe interval of a down path, doubling every 4 unanswered probes ...
+  Nanos max_probe_interval_ns = 10'000'000;  // ... up to this: a dead plane costs little, a returning one is found fast
   uint32_t up_after_probes = 2;        // answered probes that bring a path back
   double degraded_loss = 0.05;         // path loss (EWMA) that marks it degraded ...
   double degraded_ratio = 2.0;         // ... when also this many times the connection's
