@@ -658,8 +658,14 @@ grpc::Status DaemonCore::verify(const v1::VerifyRequest& req, v1::VerifyResponse
     phases.push_back(std::move(vp));
   }
   auto result = std::make_shared<VerifyResult>();
-  if (!endpoint_->channel().call([resp, op, phases, result](transport::Nanos) { *result = resp->verify(*op, phases); }))
+  auto duplicates = std::make_shared<uint64_t>(0);
+  const uint32_t conn = req.responder_id();
+  if (!endpoint_->channel().call([this, resp, op, phases, result, duplicates, conn](transport::Nanos) {
+        *result = resp->verify(*op, phases);
+        *duplicates = endpoint_->endpoint().stats(conn).duplicates_received;
+      }))
     return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  out->set_duplicates_received(*duplicates);
   out->set_ok(result->ok);
   out->set_checked_bytes(result->checked_bytes);
   out->set_mismatches(result->mismatches);

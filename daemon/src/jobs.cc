@@ -309,6 +309,13 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   const double elapsed_s = static_cast<double>(datapath::monotonic_ns() - t0) / 1e9;
   std::string verification = spec.no_verify() ? "off" : "passed";
   bool verified = !spec.no_verify();
+  // Spurious retransmissions are counted where they can be seen exactly: at
+  // the receiver of the data, as payload that arrived again after it was
+  // already placed (the responder for WRITE/SEND, this side for READ/atomic
+  // responses). A sender cannot tell a late original from a lost one once it
+  // has moved its path floor past it.
+  uint64_t responder_duplicates = 0;
+  bool duplicates_known = false;
   if (forced) {
     // The driver may still be working: read only its atomics.
     res.set_first_error("stop: outstanding requests did not complete within 30 s");
@@ -348,7 +355,8 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       verification = "requester: " + driver->first_error();
     }
     if (!spec.no_verify() && !job->stop_requested) {
-      for (size_t ci = 0; ci < conns.size() && verified; ++ci) {
+      duplicates_known = true;
+      for (size_t ci = 0; ci < conns.size(); ++ci) {
         v1::VerifyRequest vr;
         vr.set_responder_id(conns[ci].remote_id());
         vr.set_operation(operation_name(job->op));
@@ -361,13 +369,18 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
         grpc::ClientContext ctx;
         dialer_.prepare(&ctx, 30000);
         const grpc::Status s = v1::Peer::NewStub(dialer_.channel(conns[ci].peer_address()))->Verify(&ctx, vr, &vresp);
+        // Every responder is asked (for its duplicate count); the first failure names the verdict.
+        responder_duplicates += vresp.duplicates_received();
+        duplicates_known = duplicates_known && s.ok();
         if (!s.ok()) {
+          if (verified) verification = "responder " + conns[ci].peer_address() + ": " + s.error_message();
           verified = false;
-          verification = "responder " + conns[ci].peer_address() + ": " + s.error_message();
         } else if (!vresp.ok()) {
+          if (verified)
+            verification = "responder " + conns[ci].peer_name() + " connection " +
+                           std::to_string(conns[ci].remote_id()) + ": " + std::to_string(vresp.mismatches()) +
+                           " mismatches; " + vresp.detail();
           verified = false;
-          verification = "responder " + conns[ci].peer_name() + " connection " + std::to_string(conns[ci].remote_id()) +
-                         ": " + std::to_string(vresp.mismatches()) + " mismatches; " + vresp.detail();
         }
       }
     } else if (!spec.no_verify()) {
@@ -377,7 +390,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   uint64_t retx = 0, spurious = 0, rtos = 0, pkts = 0, changes = 0;
   for (size_t ci = 0; ci < stats.size(); ++ci) {
     const auto& s = stats[ci];
-    retx += s.retransmits, spurious += s.spurious_retransmits, rtos += s.rtos, pkts += s.data_packets_sent;
+    retx += s.retransmits, spurious += s.duplicates_received, rtos += s.rtos, pkts += s.data_packets_sent;
     for (size_t p = 0; p < s.paths.size(); ++p) {
       const auto& ps = s.paths[p];
       changes += ps.state_changes;
@@ -392,7 +405,8 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     }
   }
   res.set_retransmits(retx);
-  res.set_spurious_retransmits(spurious);
+  res.set_spurious_retransmits(spurious + responder_duplicates);
+  res.set_spurious_retransmits_known(duplicates_known);
   res.set_rtos(rtos);
   res.set_data_packets_sent(pkts);
   res.set_path_state_changes(changes);
