@@ -23,6 +23,9 @@ topo="$("$ctl" -o json scenario validate "$scenario")"
 hosts="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["hosts"])' <<<"$topo")"
 planes="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["planes"])' <<<"$topo")"
 ecmp="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["ecmp_links"])' <<<"$topo")"
+# The scenario's link rate on host ports and ECMP links alike, as in the simulator
+# (its delay, base.delay, is applied per run by metarocectl).
+rate="$(python3 -c 'import json,sys; print(repr(float(json.load(sys.stdin)["topology"]["link_rate_bps"])))' <<<"$topo")"
 names=($(python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["hosts"]))' <<<"$topo"))
 
 work="$(mktemp -d /tmp/mrsc-XXXXXX)"
@@ -35,7 +38,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-printf 'name: %s\nhosts: %s\nplanes: %s\nmtu: 9000\n' "$lab" "$hosts" "$planes" > "$work/lab.yaml"
+# The datapath carries frames up to 2048 bytes (frame_size below), so the
+# lab's IP MTU is 2034: kernel traffic (ping, iperf3) never sends a frame
+# the fabric node would have to drop.
+printf 'name: %s\nhosts: %s\nplanes: %s\nmtu: 2034\n' "$lab" "$hosts" "$planes" > "$work/lab.yaml"
 "$build/lab/metaroce_lab" up "$work/lab.yaml" >/dev/null
 echo "run-scenario: lab $lab up ($hosts hosts, $planes planes); daemons in $work"
 
@@ -46,9 +52,10 @@ lab: {file: lab.yaml, fabric: true}
 control: {unix_socket: fab.sock}
 fabric:
   datapath: afxdp
+  frame_size: 2048
   ecmp_links: $ecmp
-  port: {rate_bps: 10e9, prop_delay_ns: 0}
-  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us}
+  port: {rate_bps: $rate, prop_delay_ns: 0}
+  ecmp: {rate_bps: $rate, prop_delay_ns: 0}
 YAML
 ip netns exec "$lab-fab" "$daemon" --config "$work/fab.yaml" > "$work/fab.log" 2>&1 &
 pids+=($!)

@@ -30,6 +30,7 @@ enum ExitCode : int {
   kExitRefused = 3,       // the daemon refused the request
   kExitUnreachable = 4,   // cannot reach or authenticate to the daemon
   kExitInternal = 5,      // anything else
+  kExitInconclusive = 6,  // a live scenario ran, but the host, not the emulated fabric, limited it
 };
 
 inline constexpr std::string_view kDefaultServer = "unix:///run/metaroce/metaroced.sock";

@@ -35,8 +35,10 @@ void add_scenario_commands(CLI::App& app, Context& ctx) {
   scenario_run->footer(scenario_run->get_footer() + R"(
 
 Exit codes: 0 every assertion passed; 1 an assertion failed; 2 the file or a
-flag is invalid; 3/4 a daemon refused or could not be reached. The scenario
-format is documented in docs/scenarios.md.)");
+flag is invalid; 3/4 a daemon refused or could not be reached; 6 INCONCLUSIVE:
+a live run in which this host's datapath, not the emulated fabric, limited the
+result (the report's fidelity section says why), whatever the assertions say.
+The scenario format is documented in docs/scenarios.md.)");
   SweepFlags& sweep_flags = ctx.keep<SweepFlags>();
   CLI::App* sweep = commands.add(
       &app, "sweep", "parameter sweep, MetaRoCE and RoCEv2 side by side, with a report",

@@ -35,6 +35,8 @@ Exit codes:
   4  cannot reach or authenticate to the daemon (UNAVAILABLE, UNAUTHENTICATED,
      PERMISSION_DENIED, DEADLINE_EXCEEDED)
   5  internal or other error
+  6  INCONCLUSIVE (scenario run, sweep): a live run in which this host's
+     datapath, not the emulated fabric, limited the result
 
 Examples:
   metarocectl status

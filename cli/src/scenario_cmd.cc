@@ -47,9 +47,20 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
   size_t failed = 0;
   for (const auto& a : r.assertions) failed += a.passed ? 0 : 1;
   std::fflush(stdout);  // the verdict line after the tables, not inside them
-  if (failed > 0) {
-    std::fprintf(stderr, "metarocectl: %zu of %zu assertions failed\n", failed, r.assertions.size());
-    return kExitResultFailed;
+  switch (r.verdict()) {
+    case ms::Report::Verdict::kInconclusive: {
+      size_t problems = 0;
+      for (const auto& run : r.runs) problems += run.fidelity.problems.size();
+      std::fprintf(stderr,
+                   "metarocectl: INCONCLUSIVE: the host's datapath, not the emulated fabric, limited this run (%zu "
+                   "fidelity problems; see the report's fidelity section); %zu of %zu assertions failed\n",
+                   problems, failed, r.assertions.size());
+      return kExitInconclusive;
+    }
+    case ms::Report::Verdict::kFail:
+      std::fprintf(stderr, "metarocectl: %zu of %zu assertions failed\n", failed, r.assertions.size());
+      return kExitResultFailed;
+    case ms::Report::Verdict::kPass: break;
   }
   return kExitOk;
 }
@@ -73,7 +84,12 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
                         {"live_ok", live.empty()}, {"live_problem", live},   {"sim_ok", sim.empty()},
                         {"sim_problem", sim},      {"jobs", s.jobs.size()},  {"timeline_events", s.timeline.size()},
                         {"assertions", s.assertions.size()}, {"hosts", s.host_order},
-                        {"topology", {{"hosts", s.hosts_count}, {"planes", s.planes}, {"ecmp_links", s.ecmp_links}}}};
+                        {"topology",
+                         {{"hosts", s.hosts_count},
+                          {"planes", s.planes},
+                          {"ecmp_links", s.ecmp_links},
+                          {"link_rate_bps", s.link_rate_bps()},
+                          {"link_delay_ns", s.base.delay_ns.value_or(0)}}}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s: valid: %zu jobs, %zu runs, %zu timeline events, %zu assertions\n", f.file.c_str(), s.jobs.size(),

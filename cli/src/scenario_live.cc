@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "metaroce/scenario/fidelity.h"
 #include "metaroce/scenario/scenario.h"
 #include "units.h"
 
@@ -100,6 +101,18 @@ const FabricSample* nearest(const std::vector<FabricSample>& v, double t) {
   return best;
 }
 
+// Every daemon's counters now, for the fidelity guard (fidelity.h).
+ms::DaemonCounters read_counters(Client& c, const std::string& name) {
+  const auto all = c.call<v1::Counters>(
+      "Daemon.GetCounters", [&](auto* ctx, auto* r) { return c.daemon().GetCounters(ctx, v1::GetCountersRequest{}, r); });
+  ms::DaemonCounters out;
+  out.daemon = name;
+  out.counters.reserve(static_cast<size_t>(all.counters_size()));
+  for (const v1::Counter& k : all.counters())
+    out.counters.push_back({k.name(), std::map<std::string, std::string>(k.labels().begin(), k.labels().end()), k.value()});
+  return out;
+}
+
 }  // namespace
 
 v1::LoadTimelineRequest timeline_request(const ms::Scenario& s) {
@@ -159,9 +172,8 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
   const auto shown = fabric.call<v1::FabricState>(
       "Fabric.Show", [&](auto* ctx, auto* r) { return fabric.fabric().Show(ctx, v1::ShowFabricRequest{}, r); });
   const uint32_t planes = shown.planes();
-  double plane_rate = s.base.rate_bps.value_or(0);
-  if (plane_rate == 0)
-    for (const auto& l : shown.links()) plane_rate = std::max(plane_rate, l.rate_bps());
+  // The emulated links run at the scenario's rate (as in the simulator), set with the base below.
+  const double plane_rate = s.link_rate_bps();
   if (planes < s.planes)
     throw UsageError(fmt::format("topology.planes: the scenario needs {} planes, the fabric daemon at {} has {}", s.planes,
                                  s.fabric, planes));
@@ -186,8 +198,9 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
     fabric.call<v1::SetLinksResponse>(
         "Fabric.Reset", [&](auto* ctx, auto* r) { return fabric.fabric().Reset(ctx, v1::ResetFabricRequest{}, r); });
     ms::LinkSettings base = s.base;
+    base.rate_bps = plane_rate;
     if (pr.sweep_parameter == "loss") base.loss = pr.sweep_value;
-    if (!base.empty()) {
+    {
       v1::SetLinksRequest set;
       *set.mutable_patch() = to_patch(base);
       fabric.call<v1::SetLinksResponse>("Fabric.Set",
@@ -203,6 +216,15 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
         fabric.call<v1::SetLinksResponse>("Fabric.Set",
                                           [&](auto* ctx, auto* r) { return fabric.fabric().Set(ctx, set, r); });
       }
+
+    // The datapath's own counters before the run: the fidelity guard compares them with those after.
+    auto read_all = [&] {
+      std::vector<ms::DaemonCounters> v;
+      v.push_back(read_counters(fabric, "fabric"));
+      for (auto& [name, c] : hosts) v.push_back(read_counters(*c, name));
+      return v;
+    };
+    const std::vector<ms::DaemonCounters> counters_before = read_all();
 
     // 2. The jobs of this run, on their source daemons.
     struct Started {
@@ -311,7 +333,9 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
       }
     }
 
-    // 5. Results, one RunResult per job of the run.
+    // 5. Results, one RunResult per job of the run, each with the run's fidelity.
+    const ms::Fidelity fidelity = ms::assess_fidelity(counters_before, read_all(), s.fidelity);
+    for (const auto& problem : fidelity.problems) say("  not a faithful measurement: " + problem);
     for (auto& st : started) {
       const auto info = get(st);
       const auto& res = info.result();
@@ -336,6 +360,7 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
       rr.path_state_changes = res.path_state_changes();
       rr.verified = res.verified();
       rr.verification = res.verification();
+      rr.fidelity = fidelity;
       // A data error is a failed check; "off" or "not checked" (a job forced to stop) is not one.
       const std::string& v = res.verification();
       rr.verify_failures = v.rfind("requester", 0) == 0 || v.rfind("responder", 0) == 0 ? 1 : 0;
@@ -378,7 +403,7 @@ ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options
   }
   fabric.call<v1::SetLinksResponse>(
       "Fabric.Reset", [&](auto* ctx, auto* r) { return fabric.fabric().Reset(ctx, v1::ResetFabricRequest{}, r); });
-  report.assertions = ms::evaluate_assertions(s, report.runs, /*live=*/true);
+  report.assertions = ms::evaluate_assertions(s, report.runs);
   return report;
 }
 

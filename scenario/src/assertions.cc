@@ -59,34 +59,10 @@ std::optional<double> mean_goodput(const RunResult& r, double from, double to) {
 
 std::string window_text(double from, double to) { return "[" + seconds(from) + ", " + seconds(to) + "]"; }
 
-// The text as written, with the live threshold when it differs.
-std::string result_text(const Assertion& a, bool live) {
-  std::string t = a.text;
-  if (!live) return t;
-  std::string replacement;
-  switch (a.metric) {
-    case Assertion::Metric::kGoodputRatio:
-    case Assertion::Metric::kCompare:
-    case Assertion::Metric::kRetained:
-      if (a.min_live != a.min_sim) replacement = threshold(a.min_live);
-      break;
-    case Assertion::Metric::kRecoveryTime:
-      if (a.max_ns_live != a.max_ns_sim) replacement = detail::format_duration(a.max_ns_live);
-      break;
-    default: break;
-  }
-  if (replacement.empty()) return t;
-  for (const char* op : {" >= ", " <= "}) {
-    const size_t at = t.rfind(op);
-    if (at != std::string::npos) return t.substr(0, at + 4) + replacement + " (live)";
-  }
-  return t;
-}
-
-AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<RunResult>& runs, bool live) {
+AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<RunResult>& runs) {
   AssertionResult out;
-  const double min = live ? a.min_live : a.min_sim;
-  const Nanos max_ns = live ? a.max_ns_live : a.max_ns_sim;
+  const double min = a.min;
+  const Nanos max_ns = a.max_ns;
   switch (a.metric) {
     case Assertion::Metric::kGoodputRatio: {
       const double w0 = a.window_from_ns / 1e9, w1 = a.window_to_ns / 1e9;
@@ -172,10 +148,10 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
 
 }  // namespace
 
-std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs, bool live) {
+std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs) {
   std::vector<AssertionResult> out;
   for (const Assertion& a : s.assertions) {
-    const std::string text = result_text(a, live);
+    const std::string& text = a.text;
     if (a.metric == Assertion::Metric::kRetained) {
       // Per job: goodput at every sweep value / goodput at the first value.
       std::vector<std::string> jobs;
@@ -183,7 +159,7 @@ std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::v
         if ((a.job == "all" || r.job == a.job) && std::find(jobs.begin(), jobs.end(), r.job) == jobs.end())
           jobs.push_back(r.job);
       if (jobs.empty()) out.push_back({text, false, "no run of job " + a.job});
-      const double min = live ? a.min_live : a.min_sim;
+      const double min = a.min;
       for (const std::string& job : jobs) {
         std::vector<const RunResult*> series;
         for (const RunResult& r : runs)
@@ -227,7 +203,7 @@ std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::v
       continue;
     }
     for (const RunResult* r : matching) {
-      AssertionResult res = one(a, *r, runs, live);
+      AssertionResult res = one(a, *r, runs);
       res.text = text + (matching.size() > 1 || a.job == "all" ? " [" + run_label(*r) + "]" : "");
       out.push_back(std::move(res));
     }

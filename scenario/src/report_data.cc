@@ -24,18 +24,27 @@
 //                        "loss_seen": num, "plane_bytes": [num], "plane_utilisation": [num],
 //                        "queue_bytes": num, "ecn_marks": uint } ],
 //       "events": [ { "t_s": num, "label": str } ],   // RunResult::events (pairs)
-//       "seed": uint
+//       "seed": uint,
+//       "fidelity": {                     // live runs only (fidelity.h): did the datapath keep up?
+//         "faithful": bool, "workers": [ { "daemon", "worker": str, "wall_s", "busy_fraction",
+//           "cpu_fraction", "run_delay_fraction": num, "frames_timed": uint, "frame_late_p50_us",
+//           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num } ],
+//         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str } ],
 //     "derived": {                        // report_derive.cc, shown on the page
 //       "passed": bool,                   // Report::passed()
+//       "faithful": bool,                 // every live run kept up (Report::faithful())
+//       "verdict": "PASS" | "FAIL" | "INCONCLUSIVE",
 //       "assertions_total": uint, "assertions_failed": uint,
 //       "runs": [ {                       // same index as "runs"; keys only when defined
 //         "retained": num,                // sweep: goodput / goodput of the same job at the first sweep value
 //         "fault_from_s", "fault_to_s": num,   // first event .. last event (or end of run)
 //         "baseline_goodput_bps": num,    // mean interval goodput before the first event (first interval skipped)
 //         "fault_goodput_bps": num,       // mean interval goodput within the fault window
-//         "fault_retained": num           // fault_goodput_bps / baseline_goodput_bps
+//         "fault_retained": num,          // fault_goodput_bps / baseline_goodput_bps
+//         "stopped_s": num,               // longest stall after the first event
+//         "outcome": "unaffected" | "degraded" | "stopped"
 //       } ]
 //     }
 //   }
@@ -134,6 +143,32 @@ ojson to_json(const Report& r, const Derived& d) {
     for (const auto& e : run.events) evs.push_back(ojson{{"t_s", num_or_null(e.first)}, {"label", e.second}});
     o["events"] = std::move(evs);
     o["seed"] = run.seed;
+    if (run.fidelity.measured) {
+      const Fidelity& f = run.fidelity;
+      ojson fj;
+      fj["faithful"] = f.faithful();
+      ojson ws = ojson::array();
+      for (const auto& w : f.workers)
+        ws.push_back(ojson{{"daemon", w.daemon},
+                           {"worker", w.worker},
+                           {"wall_s", num_or_null(w.wall_s)},
+                           {"busy_fraction", num_or_null(w.busy_fraction)},
+                           {"cpu_fraction", num_or_null(w.cpu_fraction)},
+                           {"run_delay_fraction", num_or_null(w.run_delay_fraction)},
+                           {"frames_timed", w.frames_timed},
+                           {"frame_late_p50_us", num_or_null(w.frame_late_p50_us)},
+                           {"frame_late_p99_us", num_or_null(w.frame_late_p99_us)},
+                           {"timers_timed", w.timers_timed},
+                           {"timer_late_p50_us", num_or_null(w.timer_late_p50_us)},
+                           {"timer_late_p99_us", num_or_null(w.timer_late_p99_us)}});
+      fj["workers"] = std::move(ws);
+      ojson drops = ojson::object();
+      for (const auto& [cause, n] : f.drops) drops[cause] = n;
+      fj["drops"] = std::move(drops);
+      fj["datapath_drops"] = f.datapath_drops;
+      fj["problems"] = f.problems;
+      o["fidelity"] = std::move(fj);
+    }
     runs.push_back(std::move(o));
   }
   j["runs"] = std::move(runs);
@@ -142,6 +177,8 @@ ojson to_json(const Report& r, const Derived& d) {
   j["assertions"] = std::move(as);
   ojson dj;
   dj["passed"] = r.passed();
+  dj["faithful"] = r.faithful();
+  dj["verdict"] = verdict_name(r.verdict());
   dj["assertions_total"] = r.assertions.size();
   dj["assertions_failed"] = d.failed;
   ojson druns = ojson::array();
@@ -156,6 +193,8 @@ ojson to_json(const Report& r, const Derived& d) {
     put("baseline_goodput_bps", rd.baseline_bps);
     put("fault_goodput_bps", rd.fault_bps);
     put("fault_retained", rd.fault_retained);
+    put("stopped_s", rd.stopped_s);
+    if (!rd.outcome.empty()) o["outcome"] = rd.outcome;
     druns.push_back(std::move(o));
   }
   dj["runs"] = std::move(druns);

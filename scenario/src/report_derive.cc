@@ -95,9 +95,44 @@ Derived derive(const Report& r) {
       if (!before.empty()) rd.baseline_bps = mean_goodput(before);
       if (!during.empty()) rd.fault_bps = mean_goodput(during);
       if (rd.baseline_bps && rd.fault_bps && *rd.baseline_bps > 0) rd.fault_retained = *rd.fault_bps / *rd.baseline_bps;
+      if (rd.baseline_bps && *rd.baseline_bps > 0) {
+        // Stopped: intervals after the first fault (until the run's traffic ends) that moved almost nothing.
+        double run_end = tf;
+        for (const auto& iv : run.intervals)
+          if (iv.goodput_bps > 0) run_end = std::max(run_end, iv.t1_s);
+        double stretch = 0, longest = 0;
+        for (const auto& iv : run.intervals) {
+          if (iv.t0_s < tf - kEps || iv.t1_s > run_end + kEps) continue;
+          if (iv.goodput_bps < kStoppedFraction * *rd.baseline_bps) longest = std::max(longest, stretch += iv.t1_s - iv.t0_s);
+          else stretch = 0;
+        }
+        if (longest > 0) rd.stopped_s = longest;
+        rd.outcome = longest > 0                                                           ? "stopped"
+                     : rd.fault_retained && *rd.fault_retained < kDegradedFraction ? "degraded"
+                                                                                    : "unaffected";
+      }
+    } else if (rd.retained) {
+      rd.outcome = *rd.retained < kStoppedFraction    ? "stopped"
+                   : *rd.retained < kDegradedFraction ? "degraded"
+                                                      : "unaffected";
     }
   }
   return d;
+}
+
+std::string outcome_text(const RunResult& run, const RunDerived& rd) {
+  if (rd.outcome.empty()) return {};
+  std::string s = rd.outcome;
+  if (rd.fault_retained && rd.baseline_bps && rd.fault_bps)
+    s += strf(": kept %.0f%% of its goodput during the faults (%s of %s)", 100 * *rd.fault_retained,
+              format_number("goodput_bps", *rd.fault_bps).c_str(), format_number("goodput_bps", *rd.baseline_bps).c_str());
+  else if (rd.retained)
+    s += strf(": kept %.0f%% of its goodput at %s %s", 100 * *rd.retained, run.sweep_parameter.c_str(),
+              sweep_label(run.sweep_parameter, run.sweep_value).c_str());
+  if (rd.stopped_s)
+    s += strf("; stalled (below %.0f%% of its baseline) for %s s", 100 * kStoppedFraction,
+              trim_num(*rd.stopped_s, 2).c_str());
+  return s;
 }
 
 }  // namespace metaroce::scenario::report_internal

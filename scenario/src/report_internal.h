@@ -52,7 +52,18 @@ std::string derived_ptr(size_t i, const std::string& key);  // "/derived/runs/<i
 struct RunDerived {
   std::optional<double> retained;
   std::optional<double> fault_from_s, fault_to_s, baseline_bps, fault_bps, fault_retained;
+  // The answer to "did it degrade or stop?": "unaffected", "degraded" or
+  // "stopped" (some interval after the first fault moved less than
+  // kStoppedFraction of the baseline); "" when the run has no fault and no sweep.
+  std::string outcome;
+  std::optional<double> stopped_s;  // longest stretch of stopped intervals after the first fault
 };
+inline constexpr double kStoppedFraction = 0.05;   // below this share of the baseline, traffic has stopped
+inline constexpr double kDegradedFraction = 0.95;  // below this share, it has degraded
+
+// One line per run for the first screen: "degraded: kept 81% of its goodput
+// during the faults (0.60 of 0.75 Gb/s)".
+std::string outcome_text(const RunResult& run, const RunDerived& rd);
 
 struct Derived {
   bool sweep = false;

@@ -2,6 +2,7 @@
 // figures per job, the plots (report_plots.cc) with their tables, the runs and
 // assertions tables and the scenario YAML.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -33,6 +34,7 @@ h2{font-size:18px;margin:0 0 6px}
 .verdict ul{margin:6px 0 0;padding-left:22px;font-size:14px;font-weight:normal}
 .verdict.pass{background:#d3f9d8;border:1px solid #8ce99a;color:#2b8a3e}
 .verdict.fail{background:#ffe3e3;border:1px solid #ffa8a8;color:#c92a2a}
+.verdict.inconclusive{background:#fff3bf;border:1px solid #ffd43b;color:#8f5b00}
 .verdict.none{background:#e9ecef;border:1px solid #ced4da;color:#495057}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:18px}
 .kf{background:#fff;border:1px solid #dee2e6;border-left:6px solid #868e96;border-radius:6px;padding:10px 14px;min-width:230px}
@@ -98,8 +100,20 @@ std::string report_html(const Report& r) {
   if (!r.version.empty()) h << "<span>metaroce-testbed <b>" << esc(r.version) << "</b></span>";
   h << "</div>\n</header>\n";
 
-  // Verdict.
-  if (r.assertions.empty()) {
+  // Verdict: INCONCLUSIVE first, whatever the assertions say, when the host limited a live run.
+  if (!r.faithful()) {
+    std::vector<std::string> problems;
+    for (const auto& run : r.runs)
+      for (const auto& p : run.fidelity.problems)
+        if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
+    h << "<div class=\"verdict inconclusive\">INCONCLUSIVE: this host's datapath, not the emulated fabric, limited "
+         "the run, so its figures do not answer the question (assertions: "
+      << dk("/derived/assertions_failed", "assertions_failed", static_cast<double>(d.failed)) << " of "
+      << dk("/derived/assertions_total", "assertions_total", static_cast<double>(r.assertions.size()))
+      << " failed). See Fidelity below.<ul>";
+    for (const auto& p : problems) h << "<li>" << esc(p) << "</li>";
+    h << "</ul></div>\n";
+  } else if (r.assertions.empty()) {
     h << "<div class=\"verdict none\">No assertions were checked</div>\n";
   } else if (d.failed == 0) {
     h << "<div class=\"verdict pass\">PASS: all " << dk("/derived/assertions_total", "assertions_total",
@@ -113,6 +127,24 @@ std::string report_html(const Report& r) {
     for (const auto& a : r.assertions)
       if (!a.passed) h << "<li>" << esc(a.text) << (a.detail.empty() ? "" : ": " + esc(a.detail)) << "</li>";
     h << "</ul></div>\n";
+  }
+
+  // The answer, in words and numbers: did each transport degrade or stop?
+  {
+    std::string rows;
+    for (size_t i = 0; i < r.runs.size(); ++i) {
+      const std::string text = outcome_text(r.runs[i], d.runs[i]);
+      if (text.empty()) continue;
+      const std::string& o = d.runs[i].outcome;
+      rows += "<li><b>" + esc(run_label(r.runs[i])) + "</b> (" + esc(transport_name(r.runs[i].transport)) +
+              "): <span class=\"" + (o == "stopped" ? "bad" : o == "degraded" ? "warn" : "ok") +
+              "\">" + esc(o) + "</span>" +
+              esc(text.substr(o.size())) + "</li>";
+    }
+    if (!rows.empty())
+      h << "<section class=\"card answer\"><h2>Degrade or stop?</h2><ul>" << rows << "</ul>"
+        << (r.faithful() ? "" : "<p class=\"note\">Not a faithful measurement: see the verdict above.</p>")
+        << "</section>\n";
   }
 
   // Key figures per job.
@@ -278,6 +310,46 @@ std::string report_html(const Report& r) {
     h << "</tbody></table>";
   }
   h << "</section>\n";
+
+  // Fidelity: live runs only.
+  bool any_measured = false;
+  for (const auto& run : r.runs) any_measured |= run.fidelity.measured;
+  if (any_measured) {
+    h << "<section class=\"card\"><h2>Fidelity</h2><p class=\"note\">Whether this host's datapath kept up, so "
+         "that the transports reacted to the emulated fabric: per worker, the share of the run it was busy, used a "
+         "CPU, and waited for one; how late frames left the emulator and transport timers fired; frames lost by "
+         "cause (emulator causes are the fabric at work; any other cause is the host).</p>";
+    for (size_t i = 0; i < r.runs.size(); ++i) {
+      const Fidelity& f = r.runs[i].fidelity;
+      if (!f.measured) continue;
+      h << "<h3>" << esc(run_label(r.runs[i])) << ": <span class=\"" << (f.faithful() ? "ok\">faithful" : "bad\">not faithful")
+        << "</span></h3>";
+      h << "<table><thead><tr><th>daemon</th><th>worker</th><th>busy</th><th>CPU</th><th>waited for CPU</th>"
+           "<th>frames late p50 / p99</th><th>timers late p50 / p99</th></tr></thead><tbody>\n";
+      for (const auto& w : f.workers)
+        h << "<tr><td>" << esc(w.daemon) << "</td><td>" << esc(w.worker) << "</td><td>"
+          << strf("%.1f%%", 100 * w.busy_fraction) << "</td><td>" << strf("%.1f%%", 100 * w.cpu_fraction) << "</td><td>"
+          << strf("%.1f%%", 100 * w.run_delay_fraction) << "</td><td>"
+          << (w.frames_timed ? strf("%.0f / %.0f us", w.frame_late_p50_us, w.frame_late_p99_us) : std::string("-"))
+          << "</td><td>"
+          << (w.timers_timed ? strf("%.0f / %.0f us", w.timer_late_p50_us, w.timer_late_p99_us) : std::string("-"))
+          << "</td></tr>\n";
+      h << "</tbody></table><p>frames lost: ";
+      if (f.drops.empty()) h << "none";
+      bool first = true;
+      for (const auto& [cause, n] : f.drops) {
+        h << (first ? "" : ", ") << esc(cause) << " <b>" << n << "</b>";
+        first = false;
+      }
+      h << "</p>";
+      if (!f.problems.empty()) {
+        h << "<ul>";
+        for (const auto& p : f.problems) h << "<li class=\"bad\">" << esc(p) << "</li>";
+        h << "</ul>";
+      }
+    }
+    h << "</section>\n";
+  }
 
   h << "<details><summary>Scenario YAML (to replay this run)</summary>\n<pre>" << esc(r.scenario_yaml)
     << "</pre></details>\n";

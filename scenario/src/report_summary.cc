@@ -60,6 +60,23 @@ std::string summary_table(const Report& r) {
   for (size_t c = 0; c < w.size(); ++c) total += w[c] + (c + 1 < w.size() ? 2 : 0);
   out += std::string(total, '-') + "\n";
   for (const auto& row : rows) out += line(row);
+  // The answer first: did each transport degrade or stop?
+  std::string answers;
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const std::string text = outcome_text(r.runs[i], d.runs[i]);
+    if (!text.empty()) answers += "  " + run_label(r.runs[i]) + " (" + transport_name(r.runs[i].transport) + "): " + text + "\n";
+  }
+  if (!answers.empty()) out += "\ndegrade or stop?\n" + answers;
+  if (!r.faithful()) {
+    out += "\nINCONCLUSIVE: this host's datapath, not the emulated fabric, limited the run:\n";
+    std::vector<std::string> seen;
+    for (const auto& run : r.runs)
+      for (const auto& p : run.fidelity.problems)
+        if (std::find(seen.begin(), seen.end(), p) == seen.end()) {
+          seen.push_back(p);
+          out += "  " + p + "\n";
+        }
+  }
   if (r.assertions.empty()) {
     out += "\nno assertions\n";
   } else {

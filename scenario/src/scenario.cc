@@ -82,7 +82,7 @@ using detail::format_rate;
 using detail::format_size;
 using detail::trim_number;
 
-constexpr Nanos kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
+constexpr Nanos kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
 constexpr uint32_t kMaxHosts = 16, kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
 constexpr uint32_t kMaxConnections = 64, kMaxPaths = 64, kMaxStreams = 64, kMaxDepth = 1024;
 constexpr uint32_t kMaxMessage = 16u << 20;
@@ -331,6 +331,7 @@ class Parser {
   Assertion assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   Sweep sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::Node>* value_nodes) const;
   void sim(const YAML::Node& n, Scenario& s) const;
+  void fidelity(const YAML::Node& n, Scenario& s) const;
   uint32_t host_ref(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   // [from, to] within [0, duration].
   std::pair<Nanos, Nanos> window(const YAML::Node& n, const std::string& key, const Scenario& s,
@@ -611,9 +612,14 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
 }
 
 Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const {
+  if (n.IsMap())
+    for (const char* gone : {"live_min", "live_max"})
+      if (n[gone])
+        fail(n[gone], sub(key, gone),
+             "removed: one threshold (min, max) holds live and in the simulator; a live run the host cannot measure "
+             "faithfully is reported INCONCLUSIVE instead");
   const MapView m = map(n, key,
-                        {"metric", "job", "other", "window", "baseline", "at", "fraction", "min", "live_min", "max",
-                         "live_max"});
+                        {"metric", "job", "other", "window", "baseline", "at", "fraction", "min", "max"});
   Assertion a;
   const std::string metric = one_of(need(m, key, "metric"), sub(key, "metric"),
                                     {"goodput_ratio", "recovery_time", "data_errors", "job_succeeded", "compare", "retained"});
@@ -627,14 +633,14 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
   // Which keys each metric uses (metric and job always).
   std::vector<std::string> uses, required;
   switch (a.metric) {
-    case M::kGoodputRatio: uses = {"window", "baseline", "min", "live_min"}, required = {"window", "baseline", "min"}; break;
+    case M::kGoodputRatio: uses = {"window", "baseline", "min"}, required = {"window", "baseline", "min"}; break;
     case M::kRecoveryTime:
-      uses = {"at", "baseline", "fraction", "max", "live_max"}, required = {"at", "baseline", "max"};
+      uses = {"at", "baseline", "fraction", "max"}, required = {"at", "baseline", "max"};
       break;
     case M::kDataErrors: uses = {"max"}; break;
     case M::kJobSucceeded: break;
-    case M::kCompare: uses = {"other", "window", "min", "live_min"}, required = {"other", "min"}; break;
-    case M::kRetained: uses = {"min", "live_min"}, required = {"min"}; break;
+    case M::kCompare: uses = {"other", "window", "min"}, required = {"other", "min"}; break;
+    case M::kRetained: uses = {"min"}, required = {"min"}; break;
   }
   for (const auto& [k, v] : m.entries)
     if (k != "metric" && k != "job" && std::find(uses.begin(), uses.end(), k) == uses.end())
@@ -664,15 +670,13 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
   if (const auto* v = m.find("fraction")) a.fraction = number(*v, sub(key, "fraction"), 0, 1, true);
   std::string min_text, max_text;
   if (const auto* v = m.find("min")) {
-    a.min_sim = a.min_live = number(*v, sub(key, "min"), 0, 1e9);
+    a.min = number(*v, sub(key, "min"), 0, 1e9);
     min_text = v->Scalar();
   }
-  if (const auto* v = m.find("live_min")) a.min_live = number(*v, sub(key, "live_min"), 0, 1e9);
   if (a.metric == M::kRecoveryTime) {
     const YAML::Node& v = *m.find("max");
-    a.max_ns_sim = a.max_ns_live = duration(v, sub(key, "max"), 0, s.duration_ns);
+    a.max_ns = duration(v, sub(key, "max"), 0, s.duration_ns);
     max_text = v.Scalar();
-    if (const auto* l = m.find("live_max")) a.max_ns_live = duration(*l, sub(key, "live_max"), 0, 100 * kHour);
     if (a.baseline_to_ns > a.at_ns)
       fail(*m.find("baseline"), sub(key, "baseline"),
            "must end by at (" + format_duration(a.at_ns) + "): the baseline is the goodput before the fault");
@@ -728,14 +732,33 @@ Sweep Parser::sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::No
 }
 
 void Parser::sim(const YAML::Node& n, Scenario& s) const {
-  const MapView m = map(n, "sim", {"time_scale", "plane_rate", "plane_delay", "mtu_payload"});
+  if (n.IsMap())
+    for (const char* gone : {"plane_rate", "plane_delay"})
+      if (n[gone])
+        fail(n[gone], std::string("sim.") + gone,
+             std::string("removed: the fabric's ") + (gone[6] == 'r' ? "rate is base.rate" : "delay is base.delay") +
+                 ", the same live and in the simulator");
+  const MapView m = map(n, "sim", {"time_scale", "mtu_payload"});
   if (const auto* v = m.find("time_scale")) s.sim.time_scale = number(*v, "sim.time_scale", 0, 1, true);
-  if (const auto* v = m.find("plane_rate")) s.sim.plane_rate_bps = rate(*v, "sim.plane_rate", 0, kMaxRate, true);
-  if (const auto* v = m.find("plane_delay")) s.sim.plane_delay_ns = duration(*v, "sim.plane_delay", 0, kSec);
   if (const auto* v = m.find("mtu_payload")) {
     s.sim.mtu_payload = static_cast<uint32_t>(size(*v, "sim.mtu_payload", 256, 8192));
     if (s.sim.mtu_payload % 64) fail(*v, "sim.mtu_payload", "must be a multiple of 64 (got " + v->Scalar() + ")");
   }
+}
+
+void Parser::fidelity(const YAML::Node& n, Scenario& s) const {
+  const MapView m = map(n, "fidelity",
+                        {"max_run_delay", "max_busy", "max_frame_lateness_p99", "max_timer_lateness_p99",
+                         "max_datapath_drops"});
+  FidelityLimits& f = s.fidelity;
+  if (const auto* v = m.find("max_run_delay")) f.max_run_delay_fraction = probability(*v, "fidelity.max_run_delay");
+  if (const auto* v = m.find("max_busy")) f.max_busy_fraction = probability(*v, "fidelity.max_busy");
+  if (const auto* v = m.find("max_frame_lateness_p99"))
+    f.max_frame_lateness_p99_ns = duration(*v, "fidelity.max_frame_lateness_p99", 1 * kUs, kSec);
+  if (const auto* v = m.find("max_timer_lateness_p99"))
+    f.max_timer_lateness_p99_ns = duration(*v, "fidelity.max_timer_lateness_p99", 1 * kUs, kSec);
+  if (const auto* v = m.find("max_datapath_drops"))
+    f.max_datapath_drops = uint(*v, "fidelity.max_datapath_drops", 0, 1'000'000'000);
 }
 
 Scenario Parser::parse(const std::string& text) {
@@ -748,7 +771,7 @@ Scenario Parser::parse(const std::string& text) {
   if (!root.IsDefined() || root.IsNull()) throw ParseError{source_ + ": the file is empty (a scenario is a mapping)"};
   const MapView m = map(root, "",
                         {"name", "description", "seed", "topology", "hosts", "fabric", "base", "duration", "interval",
-                         "jobs", "timeline", "assertions", "sweep", "sim"});
+                         "jobs", "timeline", "assertions", "sweep", "sim", "fidelity"});
   Scenario s;
   s.source = source_;
   s.yaml = text;
@@ -769,6 +792,7 @@ Scenario Parser::parse(const std::string& text) {
   if (const auto* v = m.find("seed")) s.seed = uint(*v, "seed", 0, UINT64_MAX / 2);
   if (const auto* v = m.find("topology")) topology(*v, s);
   if (const auto* v = m.find("sim")) sim(*v, s);
+  if (const auto* v = m.find("fidelity")) fidelity(*v, s);
   if (const auto* v = m.find("hosts"); v && !v->IsNull()) hosts(*v, s);
   // Hosts the file does not name are h<index> (enough for the simulator).
   for (uint32_t i = static_cast<uint32_t>(s.host_order.size()); i < s.hosts_count; ++i) {

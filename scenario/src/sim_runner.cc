@@ -210,7 +210,7 @@ std::vector<RunResult> run_one(const Scenario& s, const PlannedRun& pr) {
   auto sc = [ts](Nanos t) { return static_cast<Nanos>(std::llround(static_cast<double>(t) * ts)); };
   const uint32_t H = s.hosts_count;
   const uint32_t P = pr.sweep_parameter == "planes" ? static_cast<uint32_t>(pr.sweep_value) : s.planes;
-  const double rate = s.base.rate_bps.value_or(s.sim.plane_rate_bps);
+  const double rate = s.link_rate_bps();
 
   // 1. The fabric: ports and ECMP links at the plane rate, the base (and sweep value) on every ECMP link.
   emulator::FabricConfig fc;
@@ -223,7 +223,7 @@ std::vector<RunResult> run_one(const Scenario& s, const PlannedRun& pr) {
   fc.port.queue_limit_bytes = s.base.queue_limit_bytes.value_or(kDefaultQueueLimit);
   fc.port.ecn_threshold_bytes = s.base.ecn_threshold_bytes.value_or(kDefaultEcnThreshold);
   fc.ecmp = fc.port;
-  fc.ecmp.prop_delay_ns = s.sim.plane_delay_ns;
+  fc.ecmp.prop_delay_ns = 0;  // the scenario's delay is base.delay, applied below as live
   fc.seed = s.seed;
   if (auto e = emulator::validate(fc)) throw std::invalid_argument("fabric: " + *e);
   emulator::Fabric fabric(fc);
@@ -477,7 +477,7 @@ Report run_scenario_sim(const Scenario& s, const std::function<void(const std::s
   r.seed = s.seed;
   r.scenario_yaml = s.yaml;
   r.planes = s.planes;
-  r.plane_rate_bps = s.base.rate_bps.value_or(s.sim.plane_rate_bps);
+  r.plane_rate_bps = s.link_rate_bps();
   const std::vector<PlannedRun> runs = plan_runs(s);
   for (size_t i = 0; i < runs.size(); ++i) {
     const PlannedRun& pr = runs[i];
@@ -493,7 +493,7 @@ Report run_scenario_sim(const Scenario& s, const std::function<void(const std::s
       r.runs.push_back(std::move(rr));
     }
   }
-  r.assertions = evaluate_assertions(s, r.runs, /*live=*/false);
+  r.assertions = evaluate_assertions(s, r.runs);
   return r;
 }
 

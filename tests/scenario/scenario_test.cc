@@ -58,14 +58,14 @@ timeline:
   - {at: 1s, action: flap, plane: 2, period: 200ms, down_for: 50ms}
   - {at: 1s, action: ramp, field: loss, from: 0, to: 10%, over: 4s, steps: 8}
 assertions:
-  - {metric: goodput_ratio, job: metaroce, window: [2s, 4s], baseline: [0.5s, 2s], min: 0.6, live_min: 0.3}
-  - {metric: recovery_time, job: metaroce, at: 2s, baseline: [0.5s, 2s], fraction: 0.9, max: 500ms, live_max: 2s}
+  - {metric: goodput_ratio, job: metaroce, window: [2s, 4s], baseline: [0.5s, 2s], min: 0.6}
+  - {metric: recovery_time, job: metaroce, at: 2s, baseline: [0.5s, 2s], fraction: 0.9, max: 500ms}
   - {metric: data_errors, job: all, max: 0}
   - {metric: job_succeeded, job: all}
-  - {metric: compare, job: metaroce, other: rocev2, window: [2s, 4s], min: 1.5, live_min: 1.0}
-  - {metric: retained, job: metaroce, min: 0.85, live_min: 0.3}
+  - {metric: compare, job: metaroce, other: rocev2, window: [2s, 4s], min: 1.5}
+  - {metric: retained, job: metaroce, min: 0.85}
 sweep: {parameter: loss, values: [0, 0.1%, 1%, 5%, 10%]}
-sim: {time_scale: 0.001, plane_rate: 40G, plane_delay: 3us, mtu_payload: 2048}
+sim: {time_scale: 0.001, mtu_payload: 2048}
 )";
 
 TEST(ScenarioParse, EveryKey) {
@@ -147,14 +147,12 @@ TEST(ScenarioParse, EveryKey) {
   EXPECT_EQ(a[0].window_to_ns, 4'000'000'000);
   EXPECT_EQ(a[0].baseline_from_ns, 500'000'000);
   EXPECT_EQ(a[0].baseline_to_ns, 2'000'000'000);
-  EXPECT_DOUBLE_EQ(a[0].min_sim, 0.6);
-  EXPECT_DOUBLE_EQ(a[0].min_live, 0.3);
+  EXPECT_DOUBLE_EQ(a[0].min, 0.6);
   EXPECT_EQ(a[0].text, "goodput_ratio metaroce [2s,4s]/[0.5s,2s] >= 0.6");
   EXPECT_EQ(a[1].metric, Assertion::Metric::kRecoveryTime);
   EXPECT_EQ(a[1].at_ns, 2'000'000'000);
   EXPECT_DOUBLE_EQ(a[1].fraction, 0.9);
-  EXPECT_EQ(a[1].max_ns_sim, 500'000'000);
-  EXPECT_EQ(a[1].max_ns_live, 2'000'000'000);
+  EXPECT_EQ(a[1].max_ns, 500'000'000);
   EXPECT_EQ(a[1].text, "recovery_time metaroce after 2s to 0.9 x [0.5s,2s] <= 500ms");
   EXPECT_EQ(a[2].metric, Assertion::Metric::kDataErrors);
   EXPECT_EQ(a[2].job, "all");
@@ -164,8 +162,7 @@ TEST(ScenarioParse, EveryKey) {
   EXPECT_EQ(a[3].text, "job_succeeded all");
   EXPECT_EQ(a[4].metric, Assertion::Metric::kCompare);
   EXPECT_EQ(a[4].other, "rocev2");
-  EXPECT_DOUBLE_EQ(a[4].min_sim, 1.5);
-  EXPECT_DOUBLE_EQ(a[4].min_live, 1.0);
+  EXPECT_DOUBLE_EQ(a[4].min, 1.5);
   EXPECT_EQ(a[4].text, "compare metaroce/rocev2 [2s,4s] >= 1.5");
   EXPECT_EQ(a[5].metric, Assertion::Metric::kRetained);
   EXPECT_EQ(a[5].text, "retained metaroce >= 0.85");
@@ -176,8 +173,7 @@ TEST(ScenarioParse, EveryKey) {
   EXPECT_DOUBLE_EQ(s.sweep->values[1], 0.001);
   EXPECT_DOUBLE_EQ(s.sweep->values[4], 0.1);
   EXPECT_DOUBLE_EQ(s.sim.time_scale, 0.001);
-  EXPECT_DOUBLE_EQ(s.sim.plane_rate_bps, 40e9);
-  EXPECT_EQ(s.sim.plane_delay_ns, 3000);
+  EXPECT_DOUBLE_EQ(s.link_rate_bps(), 10e9);  // base.rate, live and in the simulator
   EXPECT_EQ(s.sim.mtu_payload, 2048u);
 }
 
@@ -204,8 +200,8 @@ TEST(ScenarioParse, Defaults) {
   EXPECT_TRUE(s.assertions.empty());
   EXPECT_FALSE(s.sweep.has_value());
   EXPECT_DOUBLE_EQ(s.sim.time_scale, 0.002);
-  EXPECT_DOUBLE_EQ(s.sim.plane_rate_bps, 25e9);
-  EXPECT_EQ(s.sim.plane_delay_ns, 2000);
+  EXPECT_DOUBLE_EQ(s.link_rate_bps(), kDefaultLinkRateBps);
+  EXPECT_EQ(s.fidelity.max_datapath_drops, 0u);
   EXPECT_EQ(s.sim.mtu_payload, 4096u);
   // A short duration caps the default interval.
   std::string shorter = kMinimal;
@@ -365,7 +361,7 @@ TEST(ScenarioErrors, TimelineEvents) {
 TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(error_of(kMinimal + "colour: blue\n"),
             "f.yaml:7: colour: unknown key (allowed: name, description, seed, topology, hosts, fabric, base, duration, "
-            "interval, jobs, timeline, assertions, sweep, sim)");
+            "interval, jobs, timeline, assertions, sweep, sim, fidelity)");
   EXPECT_EQ(error_of(kMinimal + "topology: {hosts: 2, switches: 1}\n"),
             "f.yaml:7: topology.switches: unknown key (allowed: hosts, planes, ecmp_links)");
   EXPECT_EQ(error_of(kMinimal + "base: {latency: 1us}\n"),
@@ -375,7 +371,13 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: jobs[2].depth: unknown key (allowed: name, from, to, transport, op, size, connections, paths, "
             "streams, queue_depth, with)");
   EXPECT_EQ(error_of(kMinimal + "sim: {speed: 2}\n"),
-            "f.yaml:7: sim.speed: unknown key (allowed: time_scale, plane_rate, plane_delay, mtu_payload)");
+            "f.yaml:7: sim.speed: unknown key (allowed: time_scale, mtu_payload)");
+  EXPECT_EQ(error_of(kMinimal + "sim: {plane_rate: 25G}\n"),
+            "f.yaml:7: sim.plane_rate: removed: the fabric's rate is base.rate, the same live and in the simulator");
+  EXPECT_EQ(error_of(kMinimal + "fidelity: {max_busy: 2}\n"),
+            "f.yaml:7: fidelity.max_busy: must be in [0, 1] = [0%, 100%] (got 2)");
+  EXPECT_EQ(error_of(kMinimal + "fidelity: {max_frame_lateness_p99: 0}\n"),
+            "f.yaml:7: fidelity.max_frame_lateness_p99: must be in [1us, 1s] (got 0)");
   EXPECT_EQ(error_of(kMinimal + "seed: 1\nseed: 2\n"), "f.yaml:8: seed: duplicate key");
 }
 
@@ -447,6 +449,9 @@ TEST(ScenarioErrors, Assertions) {
   EXPECT_EQ(error_of(a + "  - {metric: speed, job: a}\n"),
             "f.yaml:8: assertions[0].metric: must be one of goodput_ratio | recovery_time | data_errors | "
             "job_succeeded | compare | retained (got 'speed')");
+  EXPECT_EQ(error_of(a + "  - {metric: compare, job: a, other: b, min: 1, live_min: 0.3}\n"),
+            "f.yaml:8: assertions[0].live_min: removed: one threshold (min, max) holds live and in the simulator; a "
+            "live run the host cannot measure faithfully is reported INCONCLUSIVE instead");
 }
 
 TEST(ScenarioErrors, Sweeps) {

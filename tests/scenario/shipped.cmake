@@ -12,3 +12,8 @@ foreach(file ${METAROCE_SHIPPED_SCENARIOS})
   endforeach()
   set_tests_properties(scenario_live.${name} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+
+# A deliberately overloaded live run must be INCONCLUSIVE, never PASS.
+add_test(NAME scenario_live_overloaded
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_overload.sh ${CMAKE_CURRENT_BINARY_DIR}/out/live-overloaded ${CMAKE_BINARY_DIR})
+set_tests_properties(scenario_live_overloaded PROPERTIES LABELS "scenario" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

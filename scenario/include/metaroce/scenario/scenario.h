@@ -34,7 +34,7 @@ std::vector<PlannedRun> plan_runs(const Scenario& s);
 // evaluates its assertions. progress (may be empty) gets a line per run.
 Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {});
 
-// Assertions over finished runs; `live` picks the live thresholds.
-std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs, bool live);
+// Assertions over finished runs (the same thresholds live and in the simulator).
+std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs);
 
 }  // namespace metaroce::scenario

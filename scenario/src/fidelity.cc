@@ -1,0 +1,148 @@
+// assess_fidelity: the difference of every daemon's counters over one live
+// run, turned into per-worker figures, frames lost by named cause, and the
+// reasons (if any) the run does not measure the emulated fabric.
+#include "metaroce/scenario/fidelity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+namespace metaroce::scenario {
+namespace {
+
+using Labels = std::map<std::string, std::string>;
+
+double value_of(const DaemonCounters& d, const std::string& name, const Labels& labels) {
+  for (const auto& c : d.counters)
+    if (c.name == name && c.labels == labels) return c.value;
+  return 0;
+}
+
+double delta(const DaemonCounters& before, const DaemonCounters& after, const std::string& name, const Labels& l) {
+  return std::max(0.0, value_of(after, name, l) - value_of(before, name, l));
+}
+
+// Sum of a counter's increase over every label set (optionally only those
+// whose `key` label equals `want`).
+double delta_sum(const DaemonCounters& before, const DaemonCounters& after, const std::string& name,
+                 const std::string& key = "", const std::string& want = "") {
+  double sum = 0;
+  for (const auto& c : after.counters) {
+    if (c.name != name) continue;
+    if (!key.empty()) {
+      auto it = c.labels.find(key);
+      if (it == c.labels.end() || it->second != want) continue;
+    }
+    sum += std::max(0.0, c.value - value_of(before, name, c.labels));
+  }
+  return sum;
+}
+
+// Quantile q of a cumulative Prometheus-style histogram's increase (buckets
+// `<name>_bucket{worker, le}`): the upper bound, in us, of the bucket holding it.
+double quantile_us(const DaemonCounters& before, const DaemonCounters& after, const std::string& name,
+                   const std::string& worker, double q, uint64_t* total) {
+  std::vector<std::pair<double, double>> buckets;  // le (s), cumulative increase
+  for (const auto& c : after.counters) {
+    if (c.name != name + "_bucket") continue;
+    auto w = c.labels.find("worker");
+    auto le = c.labels.find("le");
+    if (w == c.labels.end() || w->second != worker || le == c.labels.end()) continue;
+    buckets.emplace_back(std::strtod(le->second.c_str(), nullptr),
+                         std::max(0.0, c.value - value_of(before, c.name, c.labels)));
+  }
+  std::sort(buckets.begin(), buckets.end());
+  const double n = delta(before, after, name + "_count", {{"worker", worker}});
+  *total = static_cast<uint64_t>(n);
+  if (n <= 0 || buckets.empty()) return 0;
+  for (const auto& [le, cum] : buckets)
+    if (cum >= q * n) return le * 1e6;
+  return buckets.back().first * 1e6;  // beyond the last bucket: at least this late
+}
+
+std::string fmt(const char* f, double a, double b = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+
+}  // namespace
+
+Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::vector<DaemonCounters>& after,
+                         const FidelityLimits& limits) {
+  Fidelity f;
+  f.measured = true;
+  for (size_t i = 0; i < after.size() && i < before.size(); ++i) {
+    const DaemonCounters& b = before[i];
+    const DaemonCounters& a = after[i];
+    std::set<std::string> workers;
+    for (const auto& c : a.counters)
+      if (c.name == "worker_wall_seconds_total") workers.insert(c.labels.count("worker") ? c.labels.at("worker") : "");
+    for (const std::string& w : workers) {
+      const Labels l = {{"worker", w}};
+      WorkerFidelity wf;
+      wf.daemon = a.daemon;
+      wf.worker = w;
+      wf.wall_s = delta(b, a, "worker_wall_seconds_total", l);
+      if (wf.wall_s > 0) {
+        wf.busy_fraction = delta(b, a, "worker_busy_seconds_total", l) / wf.wall_s;
+        wf.cpu_fraction = delta(b, a, "worker_cpu_seconds_total", l) / wf.wall_s;
+        wf.run_delay_fraction = delta(b, a, "worker_run_delay_seconds_total", l) / wf.wall_s;
+      }
+      wf.frame_late_p50_us = quantile_us(b, a, "worker_frame_lateness_seconds", w, 0.5, &wf.frames_timed);
+      wf.frame_late_p99_us = quantile_us(b, a, "worker_frame_lateness_seconds", w, 0.99, &wf.frames_timed);
+      wf.timer_late_p50_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.5, &wf.timers_timed);
+      wf.timer_late_p99_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.99, &wf.timers_timed);
+      const std::string who = a.daemon + " " + w + " worker";
+      if (wf.wall_s <= 0)
+        f.problems.push_back(who + ": did not report its loop time (daemon too old, or the worker is stuck)");
+      if (wf.run_delay_fraction > limits.max_run_delay_fraction)
+        f.problems.push_back(who + fmt(": waited for a CPU %.1f%% of the run (limit %.1f%%): the host's cores are "
+                                       "oversubscribed",
+                                       100 * wf.run_delay_fraction, 100 * limits.max_run_delay_fraction));
+      if (wf.busy_fraction > limits.max_busy_fraction)
+        f.problems.push_back(who + fmt(": busy %.0f%% of the run (limit %.0f%%): the datapath, not the fabric, set "
+                                       "the pace",
+                                       100 * wf.busy_fraction, 100 * limits.max_busy_fraction));
+      if (wf.frames_timed > 0 && wf.frame_late_p99_us * 1e3 > static_cast<double>(limits.max_frame_lateness_p99_ns))
+        f.problems.push_back(who + fmt(": p99 of frames leaving the emulator late by up to %.0f us (limit %.0f us)",
+                                       wf.frame_late_p99_us, limits.max_frame_lateness_p99_ns / 1e3));
+      if (wf.timers_timed > 0 && wf.timer_late_p99_us * 1e3 > static_cast<double>(limits.max_timer_lateness_p99_ns))
+        f.problems.push_back(who + fmt(": p99 of transport timers late by up to %.0f us (limit %.0f us)",
+                                       wf.timer_late_p99_us, limits.max_timer_lateness_p99_ns / 1e3));
+      f.workers.push_back(wf);
+    }
+    // Frames lost by cause. Emulator causes are the fabric doing its job;
+    // everything else is the host's datapath losing frames.
+    for (const auto& c : a.counters) {
+      if (c.name != "worker_emulator_drops_total" || !c.labels.count("reason")) continue;
+      const double n = std::max(0.0, c.value - value_of(b, c.name, c.labels));
+      if (n > 0) f.drops["emulator " + c.labels.at("reason")] += static_cast<uint64_t>(n);
+    }
+    const std::pair<const char*, const char*> datapath_causes[] = {
+        {"port_rx_dropped_total", "port rx_dropped"},
+        {"port_rx_truncated_total", "port rx_truncated"},
+        // Counted once, by the worker whose tx_burst the port refused.
+        {"worker_tx_dropped_ring_full_total", "worker tx_ring_full"},
+        {"worker_delay_line_full_total", "worker delay_line_full"},
+    };
+    for (const auto& [name, cause] : datapath_causes) {
+      const double n = delta_sum(b, a, name);
+      if (n <= 0) continue;
+      f.drops[cause] += static_cast<uint64_t>(n);
+      f.datapath_drops += static_cast<uint64_t>(n);
+    }
+  }
+  if (f.datapath_drops > limits.max_datapath_drops) {
+    std::string causes;
+    for (const auto& [cause, n] : f.drops)
+      if (cause.rfind("emulator ", 0) != 0) causes += (causes.empty() ? "" : ", ") + cause + " " + std::to_string(n);
+    f.problems.push_back(std::to_string(f.datapath_drops) + " frames lost in the host's datapath, not by the emulator (" +
+                         causes + "; limit " + std::to_string(limits.max_datapath_drops) + ")");
+  }
+  return f;
+}
+
+}  // namespace metaroce::scenario

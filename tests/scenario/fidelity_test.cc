@@ -1,0 +1,143 @@
+// The fidelity guard (scenario/src/fidelity.cc) on synthetic daemon counters:
+// a run whose datapath kept up is faithful and keeps its PASS/FAIL verdict; a
+// deliberately overloaded one (workers waiting for a CPU, saturated, frames
+// and timers late, frames lost in rings) is INCONCLUSIVE, never PASS, and
+// every reason is named.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "metaroce/scenario/fidelity.h"
+
+namespace ms = metaroce::scenario;
+
+namespace {
+
+std::string le_text(double le) {  // as counters.cc prints it
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", le);
+  return b;
+}
+
+struct WorkerLoad {
+  double wall_s = 1, busy_s = 0.2, cpu_s = 0.3, wait_s = 0.01;
+  uint64_t frames_late_1us = 1000, frames_late_1ms = 0;  // frames handled within ~1 us / ~1 ms of due
+  uint64_t timers_late_1us = 100, timers_late_4ms = 0;
+};
+
+// Counters as a daemon reports them after `load` (all zero before).
+ms::DaemonCounters daemon(const std::string& name, const std::string& worker, const WorkerLoad& load,
+                          uint64_t rx_dropped = 0, uint64_t random_loss = 0) {
+  ms::DaemonCounters d;
+  d.daemon = name;
+  auto add = [&](std::string n, std::map<std::string, std::string> l, double v) {
+    d.counters.push_back({std::move(n), std::move(l), v});
+  };
+  const std::map<std::string, std::string> w = {{"worker", worker}};
+  add("worker_wall_seconds_total", w, load.wall_s);
+  add("worker_busy_seconds_total", w, load.busy_s);
+  add("worker_cpu_seconds_total", w, load.cpu_s);
+  add("worker_run_delay_seconds_total", w, load.wait_s);
+  // Cumulative buckets, le in seconds, as counters.cc writes them.
+  auto hist = [&](const std::string& n, uint64_t fast, uint64_t slow, double slow_le) {
+    for (double le : {1.024e-6, 2.048e-6, 1.048576e-3, 2.097152e-3, 4.194304e-3})
+      add(n + "_bucket", {{"worker", worker}, {"le", le_text(le)}},
+          static_cast<double>(fast + (le >= slow_le ? slow : 0)));
+    add(n + "_count", w, static_cast<double>(fast + slow));
+  };
+  hist("worker_frame_lateness_seconds", load.frames_late_1us, load.frames_late_1ms, 1.048576e-3);
+  hist("worker_timer_lateness_seconds", load.timers_late_1us, load.timers_late_4ms, 4.194304e-3);
+  add("port_rx_dropped_total", {{"port", "plane0"}, {"use", worker}}, static_cast<double>(rx_dropped));
+  add("worker_emulator_drops_total", {{"worker", worker}, {"reason", "random_loss"}}, static_cast<double>(random_loss));
+  return d;
+}
+
+ms::DaemonCounters zero(const ms::DaemonCounters& after) {
+  ms::DaemonCounters d = after;
+  for (auto& c : d.counters) c.value = 0;
+  return d;
+}
+
+ms::Report report_with(const ms::Fidelity& f, bool assertions_pass) {
+  ms::Report r;
+  r.mode = "live";
+  ms::RunResult run;
+  run.fidelity = f;
+  r.runs.push_back(run);
+  r.assertions.push_back({"goodput_ratio metaroce >= 0.7", assertions_pass, ""});
+  return r;
+}
+
+}  // namespace
+
+TEST(Fidelity, AQuietHostIsFaithfulAndKeepsItsVerdict) {
+  const std::vector<ms::DaemonCounters> after = {daemon("fabric", "fabric", {}, 0, 40),
+                                                  daemon("h0", "endpoint", {})};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  EXPECT_TRUE(f.measured);
+  EXPECT_TRUE(f.faithful()) << (f.problems.empty() ? "" : f.problems[0]);
+  ASSERT_EQ(f.workers.size(), 2u);
+  EXPECT_EQ(f.workers[0].daemon, "fabric");
+  EXPECT_NEAR(f.workers[0].busy_fraction, 0.2, 1e-9);
+  EXPECT_NEAR(f.workers[0].cpu_fraction, 0.3, 1e-9);
+  EXPECT_NEAR(f.workers[0].run_delay_fraction, 0.01, 1e-9);
+  EXPECT_EQ(f.workers[0].frames_timed, 1000u);
+  EXPECT_NEAR(f.workers[0].frame_late_p99_us, 1.024, 1e-6);
+  EXPECT_EQ(f.drops.at("emulator random_loss"), 40u);  // the fabric at work: no problem
+  EXPECT_EQ(f.datapath_drops, 0u);
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kPass);
+  EXPECT_EQ(report_with(f, false).verdict(), ms::Report::Verdict::kFail);
+}
+
+TEST(Fidelity, AnOverloadedRunIsInconclusiveNeverPass) {
+  WorkerLoad hog;
+  hog.busy_s = 0.97;            // saturated
+  hog.wait_s = 0.30;            // waited for a CPU 30% of the run
+  hog.frames_late_1ms = 100;    // 9% of frames about 1 ms late
+  hog.timers_late_4ms = 50;     // a third of the timers ~4 ms late
+  const std::vector<ms::DaemonCounters> after = {daemon("fabric", "fabric", hog, 12), daemon("h0", "endpoint", {})};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  EXPECT_FALSE(f.faithful());
+  EXPECT_EQ(f.datapath_drops, 12u);
+  EXPECT_EQ(f.drops.at("port rx_dropped"), 12u);
+  std::string all;
+  for (const auto& p : f.problems) all += p + "\n";
+  EXPECT_NE(all.find("fabric fabric worker: waited for a CPU 30.0% of the run (limit 5.0%)"), std::string::npos) << all;
+  EXPECT_NE(all.find("busy 97% of the run (limit 90%)"), std::string::npos) << all;
+  EXPECT_NE(all.find("p99 of frames leaving the emulator late by up to 1049 us (limit 250 us)"), std::string::npos) << all;
+  EXPECT_NE(all.find("p99 of transport timers late by up to 4194 us (limit 1000 us)"), std::string::npos) << all;
+  EXPECT_NE(all.find("12 frames lost in the host's datapath, not by the emulator (port rx_dropped 12; limit 0)"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("h0 endpoint"), std::string::npos) << "the quiet worker is not blamed: " << all;
+  // Whatever the assertions say.
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
+  EXPECT_EQ(report_with(f, false).verdict(), ms::Report::Verdict::kInconclusive);
+  EXPECT_STREQ(ms::verdict_name(report_with(f, true).verdict()), "INCONCLUSIVE");
+}
+
+TEST(Fidelity, OnlyTheRunsIncreaseCountsAndLimitsComeFromTheScenario) {
+  // Before the run the worker had already waited a lot; during it, little.
+  WorkerLoad earlier;
+  earlier.wall_s = 10, earlier.wait_s = 5;
+  WorkerLoad later = earlier;
+  later.wall_s = 11, later.wait_s = 5.02;  // 2% over the run's 1 s
+  const ms::Fidelity ok = ms::assess_fidelity({daemon("h1", "endpoint", earlier)}, {daemon("h1", "endpoint", later)},
+                                              ms::FidelityLimits{});
+  ASSERT_EQ(ok.workers.size(), 1u);
+  EXPECT_NEAR(ok.workers[0].run_delay_fraction, 0.02, 1e-9);
+  EXPECT_TRUE(ok.faithful());
+  ms::FidelityLimits strict;
+  strict.max_run_delay_fraction = 0.01;
+  EXPECT_FALSE(ms::assess_fidelity({daemon("h1", "endpoint", earlier)}, {daemon("h1", "endpoint", later)}, strict)
+                   .faithful());
+  // A daemon that reports no loop time (an old daemon, a stuck worker) cannot vouch for its run.
+  ms::DaemonCounters silent = daemon("h1", "endpoint", later);
+  for (auto& c : silent.counters)
+    if (c.name == "worker_wall_seconds_total") c.value = earlier.wall_s;
+  EXPECT_FALSE(ms::assess_fidelity({daemon("h1", "endpoint", earlier)}, {silent}, ms::FidelityLimits{}).faithful());
+  // The simulator's runs are not measured and stay faithful.
+  EXPECT_TRUE(ms::Fidelity{}.faithful());
+}
