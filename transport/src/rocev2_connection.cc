@@ -4,6 +4,7 @@
 // window of unacknowledged packets stands in for the NIC's limit (no DCQCN:
 // the baseline is measured, not tuned). WRITE, WRITE_WITH_IMM and SEND.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "connection.h"
@@ -225,6 +226,10 @@ class RoceConnection final : public Connection {
 
   void acked_through(uint32_t una, Nanos now) {
     if (psn_diff(una, psn_una_) <= 0 || psn_diff(una, psn_max_) > 0) return;
+    if (timing_ && psn_diff(una, timed_psn_) > 0) {
+      update_rtt(static_cast<double>(now - timed_at_));
+      timing_ = false;
+    }
     psn_una_ = una;
     rnr_count_ = 0;
     last_progress_ = now;
@@ -240,6 +245,7 @@ class RoceConnection final : public Connection {
   void go_back(uint32_t psn) {
     if (psn_diff(psn, psn_next_) >= 0) return;
     stats_.go_back_n++;
+    if (timing_ && psn_diff(timed_psn_, psn) >= 0) timing_ = false;  // Karn: its ACK would be ambiguous
     psn_next_ = psn;
   }
 
@@ -337,6 +343,11 @@ class RoceConnection final : public Connection {
       stats_.paths[0].retransmits++;
     }
     if (psn_diff(psn_una_, psn_max_) == 0) last_progress_ = now;  // timer starts with the first packet in flight
+    if (!retx && !timing_) {  // Karn: time one first transmission at a time
+      timing_ = true;
+      timed_psn_ = psn_next_;
+      timed_at_ = now;
+    }
     psn_next_ = psn_add(psn_next_, 1);
     if (psn_diff(psn_next_, psn_max_) > 0) psn_max_ = psn_next_;
     stats_.data_packets_sent++;
@@ -393,6 +404,27 @@ class RoceConnection final : public Connection {
   uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
   Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
   uint32_t backoff_ = 0, rnr_count_ = 0;
+  // The retransmission timeout follows the measured RTT (RFC 6298, with the
+  // host's timer granularity as G), as an operator sets a NIC's local ACK
+  // timeout above the fabric's RTT: a fixed timeout below the queueing delay
+  // would make the baseline resend everything spuriously, which is a
+  // misconfiguration, not go-back-N's behaviour under loss.
+  bool timing_ = false;
+  uint32_t timed_psn_ = 0;
+  Nanos timed_at_ = 0;
+  double srtt_ = 0, rttvar_ = 0;
+  void update_rtt(double sample) {
+    if (srtt_ == 0) {
+      srtt_ = sample;
+      rttvar_ = sample / 2;
+    } else {
+      rttvar_ = 0.75 * rttvar_ + 0.25 * std::abs(srtt_ - sample);
+      srtt_ = 0.875 * srtt_ + 0.125 * sample;
+    }
+    const double var = std::max(static_cast<double>(ep_.timer_granularity()), 4 * rttvar_);
+    rto_ = std::clamp<Nanos>(static_cast<Nanos>(srtt_ + var), cfg_.tuning.min_rto_ns, cfg_.tuning.max_rto_ns);
+    stats_.paths[0].srtt_ns = srtt_;
+  }
   bool error_ = false;
   uint16_t dst_port_ = 0;
   // Responder.
