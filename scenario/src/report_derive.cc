@@ -107,9 +107,9 @@ Derived derive(const Report& r) {
           else stretch = 0;
         }
         if (longest > 0) rd.stopped_s = longest;
-        rd.outcome = longest > 0                                                           ? "stopped"
-                     : rd.fault_retained && *rd.fault_retained < kDegradedFraction ? "degraded"
-                                                                                    : "unaffected";
+        rd.outcome = longest >= kStoppedSeconds - kEps                                                  ? "stopped"
+                     : longest > 0 || (rd.fault_retained && *rd.fault_retained < kDegradedFraction) ? "degraded"
+                                                                                                     : "unaffected";
       }
     } else if (rd.retained) {
       rd.outcome = *rd.retained < kStoppedFraction    ? "stopped"

@@ -53,12 +53,14 @@ struct RunDerived {
   std::optional<double> retained;
   std::optional<double> fault_from_s, fault_to_s, baseline_bps, fault_bps, fault_retained;
   // The answer to "did it degrade or stop?": "unaffected", "degraded" or
-  // "stopped" (some interval after the first fault moved less than
-  // kStoppedFraction of the baseline); "" when the run has no fault and no sweep.
+  // "stopped" (after the first fault it moved less than kStoppedFraction of
+  // its baseline for at least kStoppedSeconds); "" when the run has no fault
+  // and no sweep. Shorter stalls are reported with "degraded".
   std::string outcome;
   std::optional<double> stopped_s;  // longest stretch of stopped intervals after the first fault
 };
-inline constexpr double kStoppedFraction = 0.05;   // below this share of the baseline, traffic has stopped
+inline constexpr double kStoppedFraction = 0.05;   // below this share of the baseline, traffic has stopped ...
+inline constexpr double kStoppedSeconds = 1.0;     // ... if it stays there this long (scenario seconds)
 inline constexpr double kDegradedFraction = 0.95;  // below this share, it has degraded
 
 // One line per run for the first screen: "degraded: kept 81% of its goodput

@@ -253,6 +253,55 @@ TEST(ReportJson, FaultWindowDerived) {
   EXPECT_TRUE(j["derived"]["passed"].get<bool>());
 }
 
+// "Degrade or stop?": a run per outcome, 6 s, a fault at 2 s (per-interval
+// goodput given as a share of 10 Gb/s), and a live run the host limited.
+TEST(ReportOutcome, UnaffectedDegradedStoppedAndInconclusive) {
+  auto run = [](const std::string& name, const std::vector<double>& share) {
+    ms::RunResult r;
+    r.job = name;
+    r.transport = "metaroce";
+    for (size_t k = 0; k < share.size(); ++k)
+      r.intervals.push_back({0.5 * static_cast<double>(k), 0.5 * static_cast<double>(k + 1), share[k] * 10e9});
+    r.events = {{2.0, "plane 1 down"}};
+    return r;
+  };
+  ms::Report r;
+  r.mode = "live";
+  r.runs.push_back(run("steady", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  r.runs.push_back(run("slower", {1, 1, 1, 1, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75}));
+  r.runs.push_back(run("blip", {1, 1, 1, 1, 0.0, 1, 1, 1, 1, 1, 1, 1}));         // 0.5 s stall: degraded
+  r.runs.push_back(run("stuck", {1, 1, 1, 1, 0.02, 0.0, 0.01, 0.6, 1, 1, 1, 1}));  // 1.5 s stall: stopped
+  const auto j = nlohmann::json::parse(ms::report_json(r));
+  const auto& d = j["derived"]["runs"];
+  EXPECT_EQ(d[0]["outcome"], "unaffected");
+  EXPECT_EQ(d[1]["outcome"], "degraded");
+  EXPECT_EQ(d[2]["outcome"], "degraded");
+  EXPECT_DOUBLE_EQ(d[2]["stopped_s"].get<double>(), 0.5);
+  EXPECT_EQ(d[3]["outcome"], "stopped");
+  EXPECT_DOUBLE_EQ(d[3]["stopped_s"].get<double>(), 1.5);
+  EXPECT_EQ(j["derived"]["verdict"], "PASS");  // no assertions, every run faithful
+  const std::string table = ms::summary_table(r);
+  EXPECT_NE(table.find("slower (MetaRoCE): degraded: kept 75% of its goodput during the faults"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("stuck (MetaRoCE): stopped:"), std::string::npos) << table;
+  EXPECT_NE(table.find("stalled (below 5% of its baseline) for 1.5 s"), std::string::npos) << table;
+
+  // The host limited one run: INCONCLUSIVE everywhere, with the reason, even though every assertion passed.
+  r.runs[1].fidelity.measured = true;
+  r.runs[1].fidelity.problems = {"h0 endpoint worker: waited for a CPU 30.0% of the run (limit 5.0%)"};
+  r.assertions.push_back({"job_succeeded all", true, "done"});
+  const auto ji = nlohmann::json::parse(ms::report_json(r));
+  EXPECT_EQ(ji["derived"]["verdict"], "INCONCLUSIVE");
+  EXPECT_FALSE(ji["derived"]["faithful"].get<bool>());
+  EXPECT_EQ(ji["runs"][1]["fidelity"]["problems"][0], r.runs[1].fidelity.problems[0]);
+  EXPECT_NE(ms::summary_table(r).find("INCONCLUSIVE: this host's datapath"), std::string::npos);
+  const std::string html = ms::report_html(r);
+  EXPECT_NE(html.find("verdict inconclusive"), std::string::npos);
+  EXPECT_EQ(html.find("verdict pass"), std::string::npos) << "an INCONCLUSIVE run never shows PASS";
+  EXPECT_NE(html.find("<h2>Fidelity</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Degrade or stop?</h2>"), std::string::npos);
+}
+
 TEST(ReportJson, NonFiniteAndInvalidUtf8DoNotThrow) {
   ms::Report r = make_fault_report();
   r.runs[0].goodput_bps = std::nan("");
