@@ -37,7 +37,7 @@ TEST(LabConfig, DefaultFileParses) {
   EXPECT_EQ(lab->name, "mrlab");
   EXPECT_EQ(lab->hosts, 2u);
   EXPECT_EQ(lab->planes, 4u);
-  EXPECT_EQ(lab->mtu, 9000u);
+  EXPECT_EQ(lab->mtu, 2034u);
   ASSERT_EQ(lab->subnets.size(), 4u);
   EXPECT_EQ(subnet_to_string(lab->subnets[3]), "10.103.0.0/24");
 }
@@ -46,7 +46,7 @@ TEST(LabConfig, DefaultsAndDerivedNames) {
   std::string error;
   const auto lab = parse_lab_yaml("name: ab1\nplanes: 3\nhosts: 4\n", "t.yaml", &error);
   ASSERT_TRUE(lab) << error;
-  EXPECT_EQ(lab->mtu, 9000u);
+  EXPECT_EQ(lab->mtu, 2034u);
   ASSERT_EQ(lab->subnets.size(), 3u);
   EXPECT_EQ(subnet_to_string(lab->subnets[2]), "10.102.0.0/24");
   EXPECT_EQ(host_netns("ab1", 3), "ab1-h3");

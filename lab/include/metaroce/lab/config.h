@@ -38,7 +38,10 @@ struct LabConfig {
   std::string name;              // [a-z0-9]{1,8}: namespace prefix, unique per lab on a machine
   uint32_t hosts = 2;            // [1, 250]
   uint32_t planes = 4;           // [1, 16]
-  uint32_t mtu = 9000;           // [576, 9000] on every veth end
+  // [576, 9000] on every veth end. The default is what the daemons' default
+  // 2048-byte datapath frames carry (2048 - 14 B Ethernet header), so kernel
+  // traffic never sends a frame the fabric node must drop.
+  uint32_t mtu = 2034;
   std::vector<Subnet> subnets;   // one per plane; default 10.<100+p>.0.0/24
 };
 
