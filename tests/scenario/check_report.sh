@@ -50,6 +50,7 @@ assert r["runs"], "no runs"
 assert r["scenario_yaml"], "scenario text missing"
 for run in r["runs"]:
     assert run["intervals"], "run without intervals: " + run["job"]
+    assert run["verify_failures"] == 0, "%s: %d messages failed verification" % (run["job"], run["verify_failures"])
 html = open(out + "/report.html").read()
 assert html.count("<svg") >= 3, "plots missing"
 rows = open(out + "/timeseries.csv").read().splitlines()
