@@ -23,9 +23,13 @@ topo="$("$ctl" -o json scenario validate "$scenario")"
 hosts="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["hosts"])' <<<"$topo")"
 planes="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["planes"])' <<<"$topo")"
 ecmp="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["ecmp_links"])' <<<"$topo")"
-# The scenario's link rate on host ports and ECMP links alike, as in the simulator
-# (its delay, base.delay, is applied per run by metarocectl).
+# The scenario's link rate, queue limit and ECN threshold on host ports and
+# ECMP links alike, as in the simulator (metarocectl sets the ECMP links again
+# per run, with base.delay and the rest of the base).
+topo_key() { python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"][sys.argv[1]])' "$1" <<<"$topo"; }
 rate="$(python3 -c 'import json,sys; print(repr(float(json.load(sys.stdin)["topology"]["link_rate_bps"])))' <<<"$topo")"
+qlimit="$(topo_key link_queue_limit_bytes)"
+ecn="$(topo_key link_ecn_threshold_bytes)"
 names=($(python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["hosts"]))' <<<"$topo"))
 
 work="$(mktemp -d /tmp/mrsc-XXXXXX)"
@@ -54,8 +58,8 @@ fabric:
   datapath: afxdp
   frame_size: 2048
   ecmp_links: $ecmp
-  port: {rate_bps: $rate, prop_delay_ns: 0}
-  ecmp: {rate_bps: $rate, prop_delay_ns: 0}
+  port: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
+  ecmp: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
 YAML
 ip netns exec "$lab-fab" "$daemon" --config "$work/fab.yaml" > "$work/fab.log" 2>&1 &
 pids+=($!)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metaroce/scenario/report.h"
+#include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
 #include "scenario_live.h"
 #include "units.h"
@@ -79,6 +80,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
   const ms::Scenario s = load(f);
   const std::string live = ms::check_runnable(s, true), sim = ms::check_runnable(s, false);
   const auto runs = ms::plan_runs(s);
+  const ms::LinkSettings link = ms::link_base(s);
   if (json) {
     nlohmann::json j = {{"name", s.name},         {"valid", true},          {"runs", runs.size()},
                         {"live_ok", live.empty()}, {"live_problem", live},   {"sim_ok", sim.empty()},
@@ -88,7 +90,9 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
                          {{"hosts", s.hosts_count},
                           {"planes", s.planes},
                           {"ecmp_links", s.ecmp_links},
-                          {"link_rate_bps", s.link_rate_bps()},
+                          {"link_rate_bps", *link.rate_bps},
+                          {"link_queue_limit_bytes", *link.queue_limit_bytes},
+                          {"link_ecn_threshold_bytes", *link.ecn_threshold_bytes},
                           {"link_delay_ns", s.base.delay_ns.value_or(0)}}}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {

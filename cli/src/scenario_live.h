@@ -1,9 +1,9 @@
-// Runs a scenario against live daemons: resets and configures the fabric
-// daemon, starts each run's jobs on their source daemons, loads the fault
-// timeline when the jobs run, follows their progress, samples the fabric's
-// per-plane load every interval, and collects everything into a Report
-// (scenario/include/metaroce/scenario/model.h) whose assertions use the
-// live thresholds.
+// Runs a scenario against live daemons: the scenario engine
+// (metaroce/scenario/engine.h) with the live backend, which resets and
+// configures the fabric daemon, starts each run's jobs on their source
+// daemons, loads the fault timeline when the jobs send, follows them, samples
+// the fabric every interval and judges the run's fidelity (INCONCLUSIVE when
+// the host, not the fabric, set the pace).
 #pragma once
 
 #include <functional>
@@ -16,9 +16,5 @@ namespace metarocectl {
 
 metaroce::scenario::Report run_scenario_live(const metaroce::scenario::Scenario& s, const ClientOptions& options,
                                              const std::function<void(const std::string&)>& progress);
-
-// The scenario's fault timeline as Fabric.LoadTimeline events (ramps become
-// their steps; flaps a flap patch). Scenario times are nanoseconds.
-metaroce::v1::LoadTimelineRequest timeline_request(const metaroce::scenario::Scenario& s);
 
 }  // namespace metarocectl

@@ -2,14 +2,28 @@
 #include <spdlog/spdlog.h>
 
 #include "core.h"
+#include "metaroce/daemon/fabric_api.h"
 
 namespace metaroce::daemon {
 namespace {
 
 constexpr int64_t kHourNs = 3'600'000'000'000;
 
-grpc::Status to_selector(const v1::LinkSelector& in, const FabricSection& f, emulator::LinkSelector* out,
-                         const std::string& field = "selector") {
+grpc::Status prob(double v, const std::string& field) {
+  if (!(v >= 0 && v <= 1)) return invalid(field, "must be a probability in [0, 1] (got " + std::to_string(v) + ")");
+  return grpc::Status::OK;
+}
+
+bool patch_empty(const emulator::LinkPatch& p) {
+  return !p.rate_bps && !p.prop_delay_ns && !p.queue_limit_bytes && !p.queue_limit_packets && !p.ecn_threshold_bytes &&
+         !p.loss && !p.delay && !p.reorder && !p.reorder_probability && !p.reorder_delay_ns &&
+         !p.duplicate_probability && !p.corrupt_probability && !p.up && !p.flap;
+}
+
+}  // namespace
+
+grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSection& f, emulator::LinkSelector* out,
+                                  const std::string& field) {
   if (in.has_plane()) {
     if (in.plane() >= f.planes)
       return invalid(field + ".plane", "must be in [0, " + std::to_string(f.planes - 1) + "] (got " + std::to_string(in.plane()) + ")");
@@ -35,12 +49,7 @@ grpc::Status to_selector(const v1::LinkSelector& in, const FabricSection& f, emu
   return grpc::Status::OK;
 }
 
-grpc::Status prob(double v, const std::string& field) {
-  if (!(v >= 0 && v <= 1)) return invalid(field, "must be a probability in [0, 1] (got " + std::to_string(v) + ")");
-  return grpc::Status::OK;
-}
-
-grpc::Status to_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field = "patch") {
+grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field) {
   if (in.has_rate_bps()) {
     if (!(in.rate_bps() > 0 && in.rate_bps() <= 1.6e12))
       return invalid(field + ".rate_bps", "must be in (0, 1.6e12] bits/s (got " + std::to_string(in.rate_bps()) + ")");
@@ -155,11 +164,34 @@ grpc::Status to_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const s
   return grpc::Status::OK;
 }
 
-bool patch_empty(const emulator::LinkPatch& p) {
-  return !p.rate_bps && !p.prop_delay_ns && !p.queue_limit_bytes && !p.queue_limit_packets && !p.ecn_threshold_bytes &&
-         !p.loss && !p.delay && !p.reorder && !p.reorder_probability && !p.reorder_delay_ns &&
-         !p.duplicate_probability && !p.corrupt_probability && !p.up && !p.flap;
+grpc::Status to_emulator_timeline(const v1::LoadTimelineRequest& req, const FabricSection& fabric,
+                                  std::vector<emulator::TimelineEvent>* out) {
+  if (req.events_size() > 10000) return invalid("events", "at most 10000 events (got " + std::to_string(req.events_size()) + ")");
+  out->clear();
+  for (int i = 0; i < req.events_size(); ++i) {
+    const auto& e = req.events(i);
+    const std::string f = "events[" + std::to_string(i) + "]";
+    if (e.at_ns() < 0 || e.at_ns() > kHourNs * 24)
+      return invalid(f + ".at_ns", "must be in [0, 86400000000000] (got " + std::to_string(e.at_ns()) + ")");
+    emulator::TimelineEvent te;
+    te.at_ns = e.at_ns();
+    if (auto s = to_emulator_selector(e.selector(), fabric, &te.selector, f + ".selector"); !s.ok()) return s;
+    switch (e.action_case()) {
+      case v1::TimelineEvent::kSet:
+        if (auto s = to_emulator_patch(e.set(), &te.patch, f + ".set"); !s.ok()) return s;
+        if (patch_empty(te.patch)) return invalid(f + ".set", "names no field to change");
+        break;
+      case v1::TimelineEvent::kDown: te.patch.up = false; break;
+      case v1::TimelineEvent::kUp: te.patch.up = true; break;
+      default: return invalid(f + ".action", "must be one of set, down, up");
+    }
+    te.label = e.label().empty() ? (e.action_case() == v1::TimelineEvent::kSet ? "set" : e.action_case() == v1::TimelineEvent::kDown ? "down" : "up") : e.label();
+    out->push_back(std::move(te));
+  }
+  return grpc::Status::OK;
 }
+
+namespace {
 
 const char* loss_kind_name(emulator::LossConfig::Kind k) {
   using K = emulator::LossConfig::Kind;
@@ -225,9 +257,9 @@ grpc::Status DaemonCore::fabric_show(v1::FabricState* out) {
 grpc::Status DaemonCore::fabric_set(const v1::LinkSelector& sel, const v1::LinkPatch& patch, v1::SetLinksResponse* out) {
   if (auto s = need_fabric(); !s.ok()) return s;
   emulator::LinkSelector es;
-  if (auto s = to_selector(sel, *config_.fabric, &es); !s.ok()) return s;
+  if (auto s = to_emulator_selector(sel, *config_.fabric, &es); !s.ok()) return s;
   emulator::LinkPatch ep;
-  if (auto s = to_patch(patch, &ep); !s.ok()) return s;
+  if (auto s = to_emulator_patch(patch, &ep); !s.ok()) return s;
   if (patch_empty(ep)) return invalid("patch", "names no field to change (set at least one, e.g. loss_probability)");
   transport::Nanos at = 0;
   uint32_t n = 0;
@@ -241,7 +273,7 @@ grpc::Status DaemonCore::fabric_set(const v1::LinkSelector& sel, const v1::LinkP
 grpc::Status DaemonCore::fabric_up_down(const v1::LinkSelector& sel, bool up, v1::SetLinksResponse* out) {
   if (auto s = need_fabric(); !s.ok()) return s;
   emulator::LinkSelector es;
-  if (auto s = to_selector(sel, *config_.fabric, &es); !s.ok()) return s;
+  if (auto s = to_emulator_selector(sel, *config_.fabric, &es); !s.ok()) return s;
   emulator::LinkPatch ep;
   ep.up = up;
   transport::Nanos at = 0;
@@ -266,28 +298,8 @@ grpc::Status DaemonCore::fabric_reset(v1::SetLinksResponse* out) {
 
 grpc::Status DaemonCore::fabric_timeline(const v1::LoadTimelineRequest& req, v1::LoadTimelineResponse* out) {
   if (auto s = need_fabric(); !s.ok()) return s;
-  if (req.events_size() > 10000) return invalid("events", "at most 10000 events (got " + std::to_string(req.events_size()) + ")");
   std::vector<emulator::TimelineEvent> events;
-  for (int i = 0; i < req.events_size(); ++i) {
-    const auto& e = req.events(i);
-    const std::string f = "events[" + std::to_string(i) + "]";
-    if (e.at_ns() < 0 || e.at_ns() > kHourNs * 24)
-      return invalid(f + ".at_ns", "must be in [0, 86400000000000] (got " + std::to_string(e.at_ns()) + ")");
-    emulator::TimelineEvent te;
-    te.at_ns = e.at_ns();
-    if (auto s = to_selector(e.selector(), *config_.fabric, &te.selector, f + ".selector"); !s.ok()) return s;
-    switch (e.action_case()) {
-      case v1::TimelineEvent::kSet:
-        if (auto s = to_patch(e.set(), &te.patch, f + ".set"); !s.ok()) return s;
-        if (patch_empty(te.patch)) return invalid(f + ".set", "names no field to change");
-        break;
-      case v1::TimelineEvent::kDown: te.patch.up = false; break;
-      case v1::TimelineEvent::kUp: te.patch.up = true; break;
-      default: return invalid(f + ".action", "must be one of set, down, up");
-    }
-    te.label = e.label().empty() ? (e.action_case() == v1::TimelineEvent::kSet ? "set" : e.action_case() == v1::TimelineEvent::kDown ? "down" : "up") : e.label();
-    events.push_back(std::move(te));
-  }
+  if (auto s = to_emulator_timeline(req, *config_.fabric, &events); !s.ok()) return s;
   transport::Nanos base = 0;
   if (auto e = fabric_->load_timeline(std::move(events), &base); !e.empty()) return invalid("events", e);
   out->set_base_ns(base);

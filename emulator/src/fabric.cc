@@ -153,7 +153,10 @@ std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatc
             if (patch.duplicate_probability) c.duplicate_probability = *patch.duplicate_probability;
             if (patch.corrupt_probability) c.corrupt_probability = *patch.corrupt_probability;
             if (patch.up) c.up = *patch.up;
-            if (patch.flap) c.flap = *patch.flap;
+            if (patch.flap) {
+              c.flap = *patch.flap;
+              c.flap.start_ns = now;  // the phase starts when the flap is applied (live and simulated alike)
+            }
             if (auto e = validate(c)) return *e;
             staged.emplace_back(&l, c);
           }

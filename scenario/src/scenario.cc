@@ -15,7 +15,7 @@
 
 namespace metaroce::scenario {
 
-// Formatting shared with assertions.cc and sim_runner.cc (declared there too).
+// Formatting shared with assertions.cc and engine.cc (declared there too).
 namespace detail {
 
 std::string trim_number(double v, int max_decimals = 6) {

@@ -72,7 +72,7 @@ struct LinkPatch {
   std::optional<Nanos> reorder_delay_ns;
   std::optional<double> duplicate_probability, corrupt_probability;
   std::optional<bool> up;
-  std::optional<FlapConfig> flap;      // period 0 stops flapping
+  std::optional<FlapConfig> flap;      // period 0 stops flapping; its phase starts when applied
 };
 
 struct FabricCounters {

@@ -1,7 +1,8 @@
 // Scripted fault-injection runs: the scenario a user writes (YAML), and the
-// report a run produces. The same Scenario runs against live daemons
-// (metarocectl scenario run, cli/src/scenario_live.cc) and in the simulator
-// (run_scenario_sim, same transport and emulator code in virtual time); both
+// report a run produces. The same Scenario runs, through one engine
+// (engine.h), against live daemons (metarocectl scenario run, the live
+// backend in cli/src/scenario_live.cc) and in the simulator (sim_backend.h,
+// same transport and emulator code in virtual time); both
 // fill the same Report, which writes report.json, timeseries.csv and
 // report.html (report.h).
 //

@@ -1,0 +1,68 @@
+#include "scenario_requests.h"
+
+namespace v1 = metaroce::v1;
+namespace ms = metaroce::scenario;
+
+namespace metarocectl {
+
+v1::LinkSelector live_selector(const ms::Selector& s) {
+  v1::LinkSelector out;
+  if (s.plane) out.set_plane(*s.plane);
+  if (s.ecmp) out.set_ecmp(*s.ecmp);
+  out.set_direction(s.direction);
+  if (s.host_a) out.set_host_a(*s.host_a);
+  if (s.host_b) out.set_host_b(*s.host_b);
+  return out;
+}
+
+v1::LinkPatch live_patch(const ms::FabricChange& c) {
+  const ms::LinkSettings& l = c.set;
+  v1::LinkPatch p;
+  if (l.loss) p.set_loss_probability(*l.loss);
+  if (l.delay_ns || l.jitter_ns) {  // delay and jitter together (uniform, FIFO), as in the simulator
+    p.mutable_delay()->set_delay_ns(l.delay_ns.value_or(0));
+    p.mutable_delay()->set_jitter_ns(l.jitter_ns.value_or(0));
+    p.mutable_delay()->set_distribution("uniform");
+  }
+  if (l.duplicate) p.set_duplicate_probability(*l.duplicate);
+  if (l.corrupt) p.set_corrupt_probability(*l.corrupt);
+  if (l.reorder) p.set_reorder_probability(*l.reorder);
+  if (l.reorder_delay_ns) p.set_reorder_delay_ns(*l.reorder_delay_ns);
+  if (l.rate_bps) p.set_rate_bps(*l.rate_bps);
+  if (l.ecn_threshold_bytes) p.set_ecn_threshold_bytes(*l.ecn_threshold_bytes);
+  if (l.queue_limit_bytes) p.set_queue_limit_bytes(*l.queue_limit_bytes);
+  if (c.up) p.set_up(*c.up);
+  if (c.flap) {
+    p.mutable_flap()->set_period_ns(c.flap->period_ns);
+    p.mutable_flap()->set_down_ns(c.flap->period_ns > 0 ? c.flap->down_ns : 0);
+  }
+  return p;
+}
+
+std::vector<v1::SetLinksRequest> live_setup(const ms::RunPlan& plan) {
+  std::vector<v1::SetLinksRequest> out;
+  for (const ms::FabricChange& c : plan.setup) {
+    v1::SetLinksRequest r;
+    *r.mutable_selector() = live_selector(c.selector);
+    *r.mutable_patch() = live_patch(c);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
+  v1::LoadTimelineRequest req;
+  for (const ms::FabricChange& c : plan.timeline) {
+    auto* ev = req.add_events();
+    ev->set_at_ns(c.at_ns);
+    *ev->mutable_selector() = live_selector(c.selector);
+    ev->set_label(c.label);
+    const bool only_up_down = c.up && !c.flap && c.set.empty();
+    if (only_up_down && *c.up) ev->set_up(true);
+    else if (only_up_down) ev->set_down(true);
+    else *ev->mutable_set() = live_patch(c);
+  }
+  return req;
+}
+
+}  // namespace metarocectl

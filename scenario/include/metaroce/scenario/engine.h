@@ -1,0 +1,123 @@
+// The scenario engine: one meaning of a scenario file, two backends.
+//
+// The engine turns a Scenario into runs (plan_runs), each run into the fabric
+// changes and job specs that make it (RunPlan: the base, the sweep value, the
+// timeline with ramps expanded into steps, every job with its sweep value
+// applied), drives a Backend through the run interval by interval, joins the
+// fabric's samples to the jobs' intervals, and evaluates the assertions. The
+// simulator (sim_backend.h) and the live daemons (cli/src/scenario_live.cc)
+// are the two backends; they translate a RunPlan into their own terms and
+// nothing else, so the same file means the same thing in both modes.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metaroce/scenario/model.h"
+#include "metaroce/scenario/scenario.h"
+
+namespace metaroce::scenario {
+
+// Link defaults a run sets explicitly (live daemons and the simulator would
+// otherwise each use their own): the tail-drop limit and the ECN marking
+// threshold of every emulated link, unless the scenario's base sets them.
+constexpr uint32_t kDefaultQueueLimitBytes = 4u << 20;
+constexpr uint32_t kDefaultEcnThresholdBytes = 256u << 10;
+
+// What every emulated link of a run starts from: the scenario's base with the
+// link rate and the two defaults above filled in (host ports take its rate,
+// queue limit and ECN threshold; ECMP links all of it).
+LinkSettings link_base(const Scenario& s);
+
+// One change of the fabric: the links `selector` names get the fields of
+// `set`, and/or go down or up, and/or start (period > 0) or stop (period 0,
+// which also brings the links up) flapping. Instants are scenario time from
+// the run's start; a backend scales them (the simulator) or not (live).
+struct FabricChange {
+  Nanos at_ns = 0;
+  Selector selector;
+  LinkSettings set;
+  std::optional<bool> up;
+  struct Flap {
+    Nanos period_ns = 0, down_ns = 0;
+  };
+  std::optional<Flap> flap;
+  std::string label;
+};
+
+// One job of a run as it is started: the sweep value applied, defaults resolved.
+struct JobSpec {
+  const Job* job = nullptr;
+  size_t index = 0;               // in Scenario::jobs
+  uint32_t src = 0, dst = 0;      // host indices (Scenario::host_order)
+  uint32_t message_bytes = 0;
+  uint32_t connections = 0;
+  uint32_t paths = 0;             // MetaRoCE paths per connection (RoCEv2: 1)
+  uint64_t seed = 0;
+  bool rocev2() const { return job->transport == "rocev2"; }
+};
+
+struct RunPlan {
+  size_t index = 0;               // 1-based, in plan order
+  size_t count = 0;               // runs in the scenario
+  std::string label;              // "metaroce loss=1%"
+  std::string sweep_parameter;
+  double sweep_value = 0;
+  uint32_t planes = 0;            // the run's planes (a planes sweep changes it)
+  double link_rate_bps = 0;       // every emulated link: host ports and ECMP links
+  std::vector<FabricChange> setup;     // after a reset, in order, at t = 0
+  std::vector<FabricChange> timeline;  // in time order, from when every job sends
+  std::vector<JobSpec> jobs;
+  std::vector<Nanos> sample_at_ns;     // interval ends: interval, 2 x interval, ..., duration
+};
+
+// Every run of a scenario, in order.
+std::vector<RunPlan> plan_scenario(const Scenario& s);
+
+// Cumulative fabric counters at an instant of a run (scenario time).
+struct FabricSample {
+  double t_s = 0;                   // scenario seconds since the run's t = 0
+  double clock_s = 0;               // the backend's own clock (simulated or wall seconds): rates
+  std::vector<double> plane_bytes;  // forwarded on each plane's ECMP links
+  double queue_bytes = 0;           // deepest backlog of any link now
+  double ecn_marks = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string mode() const = 0;      // "sim" | "live"
+  virtual uint32_t planes() const = 0;       // the fabric's planes, for the report
+  // Reset the fabric, then apply plan.setup in order.
+  virtual void prepare(const RunPlan& plan) = 0;
+  // Start plan.jobs; returns once every job sends (or has ended).
+  virtual void start_jobs(const RunPlan& plan) = 0;
+  // Replay plan.timeline from now on: its instants count from here (t = 0).
+  virtual void start_timeline(const RunPlan& plan) = 0;
+  // Let the run go on until scenario time t_ns; true once every job has ended.
+  virtual bool run_until(Nanos t_ns) = 0;
+  virtual FabricSample sample_fabric() = 0;
+  // Ask every job still running to stop (it may take a moment to end).
+  virtual void stop_jobs() = 0;
+  // One result per job, in plan.jobs order: the jobs' own figures and
+  // intervals (scenario time); the engine adds the fabric's columns and the
+  // events.
+  virtual std::vector<RunResult> results(const RunPlan& plan) = 0;
+  // Printed while a run goes, one line per interval (live runs take seconds).
+  virtual bool real_time() const = 0;
+};
+
+using Progress = std::function<void(const std::string&)>;
+
+// How long after its duration a run's jobs may keep draining before they are
+// asked to stop (a live job retransmitting under reordering).
+constexpr Nanos kDrainGraceNs = 10'000'000'000;
+
+// Runs every planned run of the scenario through the backend and evaluates
+// the assertions. progress (may be empty) gets a line per run and, for a
+// real-time backend, a line per interval.
+Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress = {});
+
+}  // namespace metaroce::scenario

@@ -1,0 +1,26 @@
+// The simulator backend of the scenario engine (engine.h): a run's fabric
+// changes and jobs in the deterministic simulator (the real transport engine
+// and emulator in virtual time).
+//
+// Scenario time is scaled by sim.time_scale (timeline instants, flap periods,
+// ramp lengths, duration and interval; link delays are not), because the
+// simulated fabric has microsecond RTTs where the software datapath has
+// milliseconds. Reports carry scenario seconds on the time axis and simulated
+// rates (bits per simulated second), so plots line up with live runs.
+#pragma once
+
+#include <vector>
+
+#include "metaroce/emulator/timeline.h"
+#include "metaroce/scenario/engine.h"
+
+namespace metaroce::scenario {
+
+// A change in the emulator's terms. A flap's period and outage are scaled by
+// time_scale (its phase starts when the change is applied); the rest is not.
+emulator::LinkSelector sim_selector(const Selector& s);
+emulator::LinkPatch sim_patch(const FabricChange& c, double time_scale);
+// The run's timeline in simulated time (instants scaled by time_scale).
+emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale);
+
+}  // namespace metaroce::scenario

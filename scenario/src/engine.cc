@@ -1,0 +1,248 @@
+// The scenario engine (engine.h): plans, the run loop, the report.
+#include "metaroce/scenario/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+
+namespace metaroce::scenario {
+
+namespace detail {  // scenario.cc
+std::string format_sweep_value(const std::string& parameter, double v);
+}  // namespace detail
+
+namespace {
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+std::string fixed(double v, int decimals) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+// A ramp is its steps: from -> to in `steps` equal increments over its duration.
+void expand_ramp(const FaultEvent& e, std::vector<FabricChange>* out) {
+  const uint32_t steps = std::max<uint32_t>(1, e.ramp_steps);
+  for (uint32_t i = 0; i <= steps; ++i) {
+    const double v = e.ramp_from + (e.ramp_to - e.ramp_from) * i / steps;
+    FabricChange c;
+    c.at_ns = e.at_ns + e.ramp_duration_ns * static_cast<Nanos>(i) / static_cast<Nanos>(steps);
+    c.selector = e.selector;
+    c.label = i == 0 ? e.label : e.label + " step " + std::to_string(i);
+    if (e.ramp_field == "loss") c.set.loss = v;
+    else if (e.ramp_field == "delay_ns") c.set.delay_ns = std::llround(v);
+    else if (e.ramp_field == "rate_bps") c.set.rate_bps = v;
+    else if (e.ramp_field == "duplicate") c.set.duplicate = v;
+    else if (e.ramp_field == "corrupt") c.set.corrupt = v;
+    out->push_back(std::move(c));
+  }
+}
+
+std::vector<FabricChange> expand_timeline(const Scenario& s) {
+  std::vector<FabricChange> out;
+  for (const FaultEvent& e : s.timeline) {
+    if (e.action == FaultEvent::Action::kRamp) {
+      expand_ramp(e, &out);
+      continue;
+    }
+    FabricChange c;
+    c.at_ns = e.at_ns;
+    c.selector = e.selector;
+    c.label = e.label;
+    switch (e.action) {
+      case FaultEvent::Action::kSet: c.set = e.set; break;
+      case FaultEvent::Action::kDown: c.up = false; break;
+      case FaultEvent::Action::kUp: c.up = true; break;
+      case FaultEvent::Action::kFlap:
+        c.flap = FabricChange::Flap{e.flap_period_ns, e.flap_down_ns};
+        if (e.flap_period_ns == 0) c.up = true;  // stopping leaves the link up
+        break;
+      case FaultEvent::Action::kRamp: break;
+    }
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const FabricChange& a, const FabricChange& b) { return a.at_ns < b.at_ns; });
+  return out;
+}
+
+// The sample taken closest to time t.
+const FabricSample* nearest(const std::vector<FabricSample>& v, double t) {
+  const FabricSample* best = nullptr;
+  for (const auto& s : v)
+    if (!best || std::abs(s.t_s - t) < std::abs(best->t_s - t)) best = &s;
+  return best;
+}
+
+// The fabric's columns of each interval, from the samples around it.
+void add_fabric_columns(const std::vector<FabricSample>& samples, uint32_t planes, double rate, RunResult* rr) {
+  for (Interval& i : rr->intervals) {
+    const FabricSample* a = nearest(samples, i.t0_s);
+    const FabricSample* b = nearest(samples, i.t1_s);
+    if (!a || !b || b->t_s <= a->t_s) continue;
+    // Rates are per second of the backend's own clock (simulated or wall).
+    const double dt = b->clock_s - a->clock_s;
+    i.plane_bytes.clear();
+    i.plane_utilisation.clear();
+    for (uint32_t p = 0; p < planes && p < b->plane_bytes.size() && p < a->plane_bytes.size(); ++p) {
+      const double bytes = b->plane_bytes[p] - a->plane_bytes[p];
+      i.plane_bytes.push_back(bytes);
+      i.plane_utilisation.push_back(rate > 0 && dt > 0 ? std::clamp(bytes * 8 / (dt * rate), 0.0, 1.0) : 0);
+    }
+    i.queue_bytes = b->queue_bytes;
+    i.ecn_marks = static_cast<uint64_t>(std::max(0.0, b->ecn_marks - a->ecn_marks));
+  }
+}
+
+}  // namespace
+
+LinkSettings link_base(const Scenario& s) {
+  LinkSettings b = s.base;
+  b.rate_bps = s.link_rate_bps();
+  if (!b.queue_limit_bytes) b.queue_limit_bytes = kDefaultQueueLimitBytes;
+  if (!b.ecn_threshold_bytes) b.ecn_threshold_bytes = kDefaultEcnThresholdBytes;
+  return b;
+}
+
+std::vector<RunPlan> plan_scenario(const Scenario& s) {
+  const std::vector<PlannedRun> planned = plan_runs(s);
+  const std::vector<FabricChange> timeline = expand_timeline(s);
+  auto host_index = [&](const std::string& name) {
+    const auto it = std::find(s.host_order.begin(), s.host_order.end(), name);
+    return static_cast<uint32_t>(it - s.host_order.begin());
+  };
+  std::vector<Nanos> bounds;
+  for (Nanos t = s.interval_ns;; t += s.interval_ns) {
+    bounds.push_back(std::min(t, s.duration_ns));
+    if (t >= s.duration_ns) break;
+  }
+  std::vector<RunPlan> out;
+  for (size_t r = 0; r < planned.size(); ++r) {
+    const PlannedRun& pr = planned[r];
+    RunPlan p;
+    p.index = r + 1;
+    p.count = planned.size();
+    p.sweep_parameter = pr.sweep_parameter;
+    p.sweep_value = pr.sweep_value;
+    p.label = pr.jobs[0]->name;
+    if (!pr.sweep_parameter.empty())
+      p.label += " " + std::string(pr.sweep_parameter == "skew_ns" ? "skew" : pr.sweep_parameter) + "=" +
+                 detail::format_sweep_value(pr.sweep_parameter, pr.sweep_value);
+    p.planes = pr.sweep_parameter == "planes" ? static_cast<uint32_t>(pr.sweep_value) : s.planes;
+    p.link_rate_bps = s.link_rate_bps();
+
+    // The base on every link, with the link defaults both modes share and the sweep value.
+    FabricChange base;
+    base.set = link_base(s);
+    if (pr.sweep_parameter == "loss") base.set.loss = pr.sweep_value;
+    base.label = "base";
+    p.setup.push_back(base);
+    // A skew sweep: plane p's links get the base delay + p x skew, keeping the base jitter.
+    if (pr.sweep_parameter == "skew_ns")
+      for (uint32_t plane = 1; plane < p.planes; ++plane) {
+        FabricChange c;
+        c.selector.plane = plane;
+        c.set.delay_ns = s.base.delay_ns.value_or(0) + std::llround(pr.sweep_value * plane);
+        c.set.jitter_ns = s.base.jitter_ns.value_or(0);
+        c.label = "skew plane " + std::to_string(plane);
+        p.setup.push_back(std::move(c));
+      }
+    p.timeline = timeline;
+
+    for (const Job* j : pr.jobs) {
+      JobSpec js;
+      js.job = j;
+      js.index = static_cast<size_t>(j - s.jobs.data());
+      js.src = host_index(j->from);
+      js.dst = host_index(j->to);
+      js.message_bytes = pr.sweep_parameter == "message_bytes" ? static_cast<uint32_t>(pr.sweep_value) : j->message_bytes;
+      js.connections = pr.sweep_parameter == "connections" ? static_cast<uint32_t>(pr.sweep_value) : j->connections;
+      js.paths = j->transport == "rocev2" ? 1 : (j->paths ? j->paths : 2 * p.planes);
+      js.seed = s.seed + p.index;
+      p.jobs.push_back(js);
+    }
+    p.sample_at_ns = bounds;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress) {
+  if (const std::string e = check_runnable(s, backend.mode() == "live"); !e.empty()) throw std::invalid_argument(e);
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  Report report;
+  report.scenario_name = s.name;
+  report.description = s.description;
+  report.source = s.source;
+  report.mode = backend.mode();
+  report.version = METAROCE_VERSION;
+  report.started_at = iso_now();
+  report.seed = s.seed;
+  report.scenario_yaml = s.yaml;
+  report.planes = backend.planes();
+  report.plane_rate_bps = s.link_rate_bps();
+
+  for (const RunPlan& plan : plan_scenario(s)) {
+    say("run " + std::to_string(plan.index) + "/" + std::to_string(plan.count) + ": " + plan.label + " (" +
+        std::to_string(plan.jobs.size()) + (plan.jobs.size() > 1 ? " jobs" : " job") + ")");
+    backend.prepare(plan);
+    backend.start_jobs(plan);
+    backend.start_timeline(plan);
+
+    // Interval by interval to the duration, then (live) on until every job has drained.
+    std::vector<FabricSample> samples{backend.sample_fabric()};
+    bool stop_sent = false;
+    Nanos t = 0;
+    for (size_t k = 0;; ++k) {
+      t = k < plan.sample_at_ns.size() ? plan.sample_at_ns[k] : t + s.interval_ns;
+      const bool done = backend.run_until(t);
+      samples.push_back(backend.sample_fabric());
+      if (backend.real_time()) {
+        const FabricSample &cur = samples.back(), &prev = samples[samples.size() - 2];
+        const double dt = std::max(1e-9, cur.clock_s - prev.clock_s);
+        double bytes = 0;
+        std::string loads;
+        for (size_t p = 0; p < cur.plane_bytes.size() && p < prev.plane_bytes.size(); ++p) {
+          const double b = cur.plane_bytes[p] - prev.plane_bytes[p];
+          bytes += b;
+          loads += " " + fixed(100.0 * std::min(1.0, b * 8 / dt / plan.link_rate_bps), 0) + "%";
+        }
+        say("  " + fixed(cur.t_s, 2) + " s  fabric " + fixed(bytes * 8 / dt / 1e9, 3) + " Gb/s  plane load" + loads +
+            "  queue " + fixed(cur.queue_bytes, 0) + " B");
+      }
+      if (done) break;
+      if (!stop_sent && t > s.duration_ns + kDrainGraceNs) {
+        stop_sent = true;
+        backend.stop_jobs();
+        say("  jobs still running " + fixed(static_cast<double>(kDrainGraceNs) / 1e9, 0) +
+            " s after their duration: stopped");
+      }
+    }
+
+    for (RunResult& rr : backend.results(plan)) {
+      rr.sweep_parameter = plan.sweep_parameter;
+      rr.sweep_value = plan.sweep_value;
+      add_fabric_columns(samples, plan.planes, plan.link_rate_bps, &rr);
+      rr.events.clear();
+      for (const FaultEvent& e : s.timeline) rr.events.emplace_back(static_cast<double>(e.at_ns) / 1e9, e.label);
+      say("  " + rr.job + ": " + rr.state + " " + fixed(rr.goodput_bps / 1e9, 3) + " Gb/s, " +
+          std::to_string(rr.retransmits) + " retransmits, verification " + rr.verification);
+      report.runs.push_back(std::move(rr));
+    }
+  }
+  report.assertions = evaluate_assertions(s, report.runs);
+  return report;
+}
+
+}  // namespace metaroce::scenario

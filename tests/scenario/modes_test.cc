@@ -1,0 +1,189 @@
+// One scenario, two backends, one meaning: every shipped scenario (and one
+// that uses every kind of change) planned once, translated by the live
+// backend into Fabric API requests and read back through the daemon's own
+// conversion, and translated by the simulator backend; the two must make the
+// same change to the same links, change by change, at the same (scaled)
+// instants.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "metaroce/daemon/fabric_api.h"
+#include "metaroce/scenario/engine.h"
+#include "metaroce/scenario/scenario.h"
+#include "metaroce/scenario/sim_backend.h"
+#include "scenario_requests.h"
+
+namespace metaroce::scenario {
+namespace {
+
+// Every field of a change in the emulator's terms, so two can be compared and a difference read.
+std::string describe(const emulator::LinkSelector& s, const emulator::LinkPatch& p) {
+  std::ostringstream o;
+  auto opt = [&](const char* name, const auto& v) {
+    if (v) o << ' ' << name << '=' << *v;
+  };
+  opt("plane", s.plane);
+  opt("ecmp", s.ecmp);
+  opt("host_a", s.host_a);
+  opt("host_b", s.host_b);
+  o << " dir=" << static_cast<int>(s.direction) << " |";
+  opt("rate", p.rate_bps);
+  opt("prop", p.prop_delay_ns);
+  opt("qlimit", p.queue_limit_bytes);
+  opt("qpkts", p.queue_limit_packets);
+  opt("ecn", p.ecn_threshold_bytes);
+  if (p.loss) o << " loss=" << static_cast<int>(p.loss->kind) << '/' << p.loss->probability;
+  if (p.delay)
+    o << " delay=" << p.delay->delay_ns << '+' << p.delay->jitter_ns << '/' << static_cast<int>(p.delay->distribution)
+      << '/' << p.delay->correlation << '/' << p.delay->allow_reorder;
+  if (p.reorder) o << " reorder=" << p.reorder->probability << '/' << p.reorder->gap;
+  opt("hold", p.reorder_probability);
+  opt("hold_ns", p.reorder_delay_ns);
+  opt("dup", p.duplicate_probability);
+  opt("corrupt", p.corrupt_probability);
+  opt("up", p.up);
+  if (p.flap) o << " flap=" << p.flap->period_ns << '/' << p.flap->down_ns << '@' << p.flap->start_ns;
+  return o.str();
+}
+
+// The simulator runs scenario time scaled; a flap's period and outage scale with it.
+emulator::LinkPatch scale_flap(emulator::LinkPatch p, double ts) {
+  if (p.flap && p.flap->period_ns > 0) {
+    p.flap->period_ns = std::max<Nanos>(2, std::llround(static_cast<double>(p.flap->period_ns) * ts));
+    p.flap->down_ns = std::min<Nanos>(std::llround(static_cast<double>(p.flap->down_ns) * ts), p.flap->period_ns - 1);
+  }
+  return p;
+}
+
+void expect_same_meaning(const Scenario& s) {
+  daemon::FabricSection fabric;
+  fabric.hosts = s.hosts_count;
+  fabric.planes = s.planes;
+  fabric.ecmp_links = s.ecmp_links;
+  const double ts = s.sim.time_scale;
+  const std::vector<RunPlan> plans = plan_scenario(s);
+  ASSERT_EQ(plans.size(), plan_runs(s).size());
+  for (const RunPlan& plan : plans) {
+    SCOPED_TRACE(plan.label);
+    // The setup after a reset: the same changes, in order.
+    const auto requests = metarocectl::live_setup(plan);
+    ASSERT_EQ(requests.size(), plan.setup.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      emulator::LinkSelector sel;
+      emulator::LinkPatch patch;
+      ASSERT_TRUE(daemon::to_emulator_selector(requests[i].selector(), fabric, &sel).ok());
+      const grpc::Status st = daemon::to_emulator_patch(requests[i].patch(), &patch);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      EXPECT_EQ(describe(sel, patch), describe(sim_selector(plan.setup[i].selector), sim_patch(plan.setup[i], ts)))
+          << "setup change " << i << " (" << plan.setup[i].label << ")";
+    }
+    // The timeline: the same changes at the same instants (scaled in the simulator).
+    std::vector<emulator::TimelineEvent> live;
+    const grpc::Status st = daemon::to_emulator_timeline(metarocectl::live_timeline(plan), fabric, &live);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    const emulator::Timeline sim = sim_timeline(plan, ts);
+    ASSERT_EQ(live.size(), sim.events().size());
+    for (size_t i = 0; i < live.size(); ++i) {
+      const emulator::TimelineEvent& l = live[i];
+      const emulator::TimelineEvent& m = sim.events()[i];
+      SCOPED_TRACE("timeline event " + std::to_string(i) + " (" + l.label + ")");
+      EXPECT_EQ(std::llround(static_cast<double>(l.at_ns) * ts), m.at_ns);
+      EXPECT_EQ(l.label, m.label);
+      EXPECT_EQ(describe(l.selector, scale_flap(l.patch, ts)), describe(m.selector, m.patch));
+    }
+  }
+}
+
+TEST(ScenarioModes, EveryShippedScenarioMeansTheSameLiveAndSimulated) {
+  const std::filesystem::path dir = std::filesystem::path(METAROCE_SOURCE_DIR) / "configs" / "scenarios";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty()) << dir;
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    std::string err;
+    const auto s = load_scenario_file(f.string(), &err);
+    ASSERT_TRUE(s.has_value()) << err;
+    expect_same_meaning(*s);
+  }
+}
+
+// Every kind of change and both sweeps that change the fabric.
+constexpr const char* kEveryChange = R"(name: every-change
+description: every action of the timeline
+seed: 7
+topology: {hosts: 3, planes: 4, ecmp_links: 2}
+hosts: {a: "unix:///a", b: "unix:///b", c: "unix:///c"}
+fabric: "unix:///f"
+base: {rate: 250M, delay: 20us, jitter: 5us, queue_limit: 1M}
+duration: 2s
+interval: 250ms
+jobs:
+  - {name: m, from: a, to: b}
+timeline:
+  - {at: 100ms, action: set, set: {loss: 1%, duplicate: 0.1%, corrupt: 0.1%, reorder: 1%, reorder_delay: 50us}, plane: 1, label: mess}
+  - {at: 200ms, action: down, plane: 2, ecmp: 1, label: down}
+  - {at: 300ms, action: up, plane: 2, ecmp: 1, label: up}
+  - {at: 400ms, action: flap, period: 100ms, down_for: 30ms, hosts: [a, b], direction: a_to_b, label: flap}
+  - {at: 800ms, action: flap, period: 0, hosts: [a, b], label: flap stop}
+  - {at: 900ms, action: ramp, field: delay, from: 0, to: 333us, over: 300ms, steps: 3, plane: 3, label: ramp}
+sweep: {parameter: skew, values: [0, 7us]}
+)";
+
+TEST(ScenarioModes, EveryKindOfChangeMeansTheSameLiveAndSimulated) {
+  std::string err;
+  const auto s = parse_scenario_yaml(kEveryChange, "every-change.yaml", &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  const auto plans = plan_scenario(*s);
+  ASSERT_EQ(plans.size(), 2u);
+  // The ramp is its steps, rounded once for both modes (111 us, 222 us, 333 us).
+  size_t steps = 0;
+  for (const FabricChange& c : plans[0].timeline)
+    if (c.label.rfind("ramp", 0) == 0) {
+      ASSERT_TRUE(c.set.delay_ns);
+      EXPECT_EQ(*c.set.delay_ns, 111'000 * static_cast<Nanos>(steps));
+      ++steps;
+    }
+  EXPECT_EQ(steps, 4u);
+  // The skew sweep keeps the base jitter on every plane.
+  ASSERT_EQ(plans[1].setup.size(), 4u);
+  EXPECT_EQ(*plans[1].setup[3].set.delay_ns, 20'000 + 3 * 7'000);
+  EXPECT_EQ(*plans[1].setup[3].set.jitter_ns, 5'000);
+  // Stopping a flap leaves the links up in both modes.
+  const auto stop = std::find_if(plans[0].timeline.begin(), plans[0].timeline.end(),
+                                 [](const FabricChange& c) { return c.label == "flap stop"; });
+  ASSERT_NE(stop, plans[0].timeline.end());
+  EXPECT_EQ(stop->up, std::optional<bool>(true));
+  expect_same_meaning(*s);
+}
+
+TEST(ScenarioModes, RunsShareSeedsSizesPathsAndSampleInstants) {
+  std::string err;
+  auto s = parse_scenario_yaml(kEveryChange, "every-change.yaml", &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  s->duration_ns = 1'100'000'000;  // not a multiple of the interval: the last interval ends at the duration
+  const auto plans = plan_scenario(*s);
+  for (const RunPlan& p : plans) {
+    ASSERT_EQ(p.jobs.size(), 1u);
+    EXPECT_EQ(p.jobs[0].seed, s->seed + p.index);
+    EXPECT_EQ(p.jobs[0].paths, 2 * s->planes);  // MetaRoCE default: two per plane
+    EXPECT_EQ(p.sample_at_ns.back(), s->duration_ns);
+    EXPECT_EQ(p.sample_at_ns.size(), 5u);  // 250, 500, 750, 1000, 1100 ms
+    // The base sets the link defaults both modes share.
+    ASSERT_FALSE(p.setup.empty());
+    EXPECT_EQ(p.setup[0].set.ecn_threshold_bytes, std::optional<uint32_t>(kDefaultEcnThresholdBytes));
+    EXPECT_EQ(p.setup[0].set.queue_limit_bytes, std::optional<uint32_t>(1u << 20));  // the file's
+    EXPECT_EQ(p.setup[0].set.rate_bps, std::optional<double>(250e6));
+  }
+}
+
+}  // namespace
+}  // namespace metaroce::scenario
