@@ -461,6 +461,23 @@ bool is_loopback_listen(const std::string& host_port) {
   return ip && (*ip >> 24) == 127;
 }
 
+std::string read_token_file(const std::string& path, const std::string& key, std::string* token) {
+  std::ifstream in(path);
+  if (!in) return key + ": cannot read '" + path + "'";
+  std::string t;
+  std::getline(in, t);
+  while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  if (t.size() < kMinTokenChars || t.size() > kMaxTokenChars)
+    return key + ": the first line of '" + path + "' must be a token of " + std::to_string(kMinTokenChars) + " to " +
+           std::to_string(kMaxTokenChars) + " characters (got " + std::to_string(t.size()) +
+           "); an empty token would turn authentication off";
+  for (const char ch : t)
+    if (ch <= ' ' || ch > '~')
+      return key + ": the token in '" + path + "' must be printable ASCII without spaces (it travels in an HTTP header)";
+  *token = std::move(t);
+  return {};
+}
+
 std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag) {
   const auto& ctl = c.control;
   if (ctl.unix_socket.empty() && ctl.tcp.empty())
@@ -479,10 +496,12 @@ std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag) {
     for (const auto* f : {&ctl.tls.cert, &ctl.tls.key, &ctl.tls.client_ca})
       if (!f->empty() && !std::filesystem::exists(*f)) return c.source + ": control.tls: no such file '" + *f + "'";
   }
-  if (!ctl.token_file.empty() && !std::filesystem::exists(ctl.token_file))
-    return c.source + ": control.token_file: no such file '" + ctl.token_file + "'";
-  if (!ctl.peer_token_file.empty() && !std::filesystem::exists(ctl.peer_token_file))
-    return c.source + ": control.peer_token_file: no such file '" + ctl.peer_token_file + "'";
+  for (const auto& [file, key] : {std::pair{&ctl.token_file, "control.token_file"},
+                                   std::pair{&ctl.peer_token_file, "control.peer_token_file"}}) {
+    std::string token;
+    if (!file->empty())
+      if (std::string e = read_token_file(*file, key, &token); !e.empty()) return c.source + ": " + e;
+  }
   if (!c.metrics.listen.empty() && c.metrics.listen.rfind(':') == std::string::npos)
     return c.source + ": metrics.listen: must be host:port, e.g. 127.0.0.1:9464 (got '" + c.metrics.listen + "')";
   return {};

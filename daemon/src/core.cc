@@ -11,12 +11,13 @@
 namespace metaroce::daemon {
 namespace {
 
-std::string read_token(const std::string& file) {
+// The token of a configured file (config.h: read_token_file); "" when none is
+// configured. An unusable file sets *error: the daemon must not start with
+// authentication silently off.
+std::string read_token(const std::string& file, const char* key, std::string* error) {
   if (file.empty()) return {};
-  std::ifstream in(file);
   std::string t;
-  std::getline(in, t);
-  while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  if (std::string e = read_token_file(file, key, &t); !e.empty() && error && error->empty()) *error = e;
   return t;
 }
 
@@ -54,8 +55,10 @@ grpc::Status invalid(const std::string& field, const std::string& what) {
 
 // ------------------------------------------------------------------ peers
 
-PeerDialer::PeerDialer(const ControlConfig& control) : control_(control), token_(read_token(control.peer_token_file)) {
-  if (token_.empty()) token_ = read_token(control.token_file);  // same token on every daemon by default
+PeerDialer::PeerDialer(const ControlConfig& control)
+    : control_(control), token_(read_token(control.peer_token_file, "control.peer_token_file", nullptr)) {
+  // The same token on every daemon by default (validate_daemon_config checked both files).
+  if (token_.empty()) token_ = read_token(control.token_file, "control.token_file", nullptr);
 }
 
 std::shared_ptr<grpc::Channel> PeerDialer::channel(const std::string& address) {
@@ -92,7 +95,7 @@ void PeerDialer::prepare(grpc::ClientContext* ctx, int timeout_ms) const {
 // ------------------------------------------------------------------ lifecycle
 
 DaemonCore::DaemonCore(DaemonConfig config, bool insecure)
-    : config_(std::move(config)), insecure_(insecure), token_(read_token(config_.control.token_file)),
+    : config_(std::move(config)), insecure_(insecure), token_(read_token(config_.control.token_file, "control.token_file", &token_error_)),
       dialer_(config_.control) {
   started_ns_ = datapath::monotonic_ns();
 }
@@ -100,6 +103,7 @@ DaemonCore::DaemonCore(DaemonConfig config, bool insecure)
 DaemonCore::~DaemonCore() { shutdown(); }
 
 std::string DaemonCore::start() {
+  if (!token_error_.empty()) return token_error_;
   std::string err;
   if (config_.fabric) {
     fabric_ = FabricRuntime::start(*config_.fabric, config_.name, &err);

@@ -140,6 +140,7 @@ class DaemonCore {
 
   DaemonConfig config_;
   bool insecure_;
+  std::string token_error_;  // set when a configured token file is unusable: start() refuses
   std::string token_;
   int64_t started_ns_ = 0;
   std::unique_ptr<EndpointRuntime> endpoint_;

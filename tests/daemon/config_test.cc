@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "metaroce/daemon/config.h"
 #include "metaroce/lab/config.h"
 
@@ -97,6 +99,50 @@ TEST(DaemonConfig, TcpNeedsTlsOrExplicitInsecureOnLoopback) {
   EXPECT_TRUE(md::is_loopback_listen("[::1]:1"));
   EXPECT_FALSE(md::is_loopback_listen("10.0.0.1:1"));
   EXPECT_FALSE(md::is_loopback_listen("0.0.0.0:1"));
+}
+
+// A configured token file can never turn authentication off: an empty file,
+// a blank first line, a short token or one with spaces is refused, naming the key.
+TEST(DaemonConfig, TokenFileMustHoldAUsableToken) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mrtoken-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;  // "" = valid
+  } cases[] = {
+      {"empty", "", "must be a token of 16 to 4096 characters (got 0)"},
+      {"blank-first-line", "\nsecret-on-line-two-0123\n", "(got 0)"},
+      {"spaces-only", "   \t\n", "(got 0)"},
+      {"short", "short-token\n", "(got 11)"},
+      {"space-inside", "0123456789 abcdefgh\n", "printable ASCII without spaces"},
+      {"good", "0123456789abcdef-token\r\n", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto file = dir / c.name;
+    std::ofstream(file) << c.text;
+    for (const char* key : {"token_file", "peer_token_file"}) {
+      std::string err;
+      const auto cfg = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  unix_socket: /tmp/x.sock\n  " + key +
+                                                 ": " + file.string() + "\n",
+                                             "t.yaml", &err);
+      ASSERT_TRUE(cfg) << err;
+      const std::string e = md::validate_daemon_config(*cfg, false);
+      if (*c.want == '\0') {
+        EXPECT_EQ(e, "");
+      } else {
+        EXPECT_NE(e.find(std::string("control.") + key), std::string::npos) << e;
+        EXPECT_NE(e.find(c.want), std::string::npos) << e;
+      }
+    }
+  }
+  std::string token;
+  EXPECT_EQ(md::read_token_file((dir / "good").string(), "control.token_file", &token), "");
+  EXPECT_EQ(token, "0123456789abcdef-token");
+  EXPECT_NE(md::read_token_file((dir / "missing").string(), "control.token_file", &token).find("cannot read"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DaemonConfig, LabShortcutDerivesInterfacesAndAddresses) {

@@ -100,8 +100,8 @@ class Lab {
   Lab() : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 9000\n";
-    std::ofstream(dir_ / "token") << "s3cret-" << getpid() << "\n";
-    token_ = "s3cret-" + std::to_string(getpid());
+    std::ofstream(dir_ / "token") << "s3cret-e2e-token-" << getpid() << "\n";
+    token_ = "s3cret-e2e-token-" + std::to_string(getpid());
     std::string err;
     auto lab = ml::load_lab_file((dir_ / "lab.yaml").string(), &err);
     if (!lab) throw std::runtime_error(err);
@@ -432,7 +432,7 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
                              "-out", cert})
                 .status,
             0);
-  std::ofstream(dir / "token") << "tls-token\n";
+  std::ofstream(dir / "token") << "tls-token-0123456789\n";
   const int base = 20000 + getpid() % 20000;
   auto write_cfg = [&](const std::string& name, int h, const std::string& extra) {
     std::ofstream(dir / (name + ".yaml"))
@@ -470,7 +470,7 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
 
   const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
   const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
-  auto ctl = [&](int h, std::vector<std::string> args, bool tls = true, const std::string& token = "tls-token") {
+  auto ctl = [&](int h, std::vector<std::string> args, bool tls = true, const std::string& token = "tls-token-0123456789") {
     std::vector<std::string> argv = {METAROCECTL_PATH, "--server", "127.0.0.1:" + std::to_string(base + h)};
     if (tls) argv.insert(argv.end(), {"--tls", "--tls-ca", cert, "--tls-server-name", "localhost"});
     if (!token.empty()) argv.insert(argv.end(), {"--token", token});

@@ -99,6 +99,14 @@ std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::strin
 // run on command-line overrides. --insecure is passed in separately.
 std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag);
 
+// A bearer token file: its first line, trailing whitespace removed, must be a
+// usable token - kMinTokenChars..kMaxTokenChars printable ASCII characters, no
+// spaces - so that a configured token file can never switch authentication
+// off (an empty or blank file). Returns "" and sets *token, or an error naming
+// `key` and what is allowed.
+inline constexpr size_t kMinTokenChars = 16, kMaxTokenChars = 4096;
+std::string read_token_file(const std::string& path, const std::string& key, std::string* token);
+
 // The effective configuration (defaults filled in) as YAML and as JSON.
 std::string daemon_config_yaml(const DaemonConfig& c);
 std::string daemon_config_json(const DaemonConfig& c);
