@@ -143,6 +143,24 @@ TEST(RoCEv2Errors, BadRkeyFailsAndFlushes) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// RoCEv2: the whole RETH range (VA, DMA length) is checked on the first
+// packet, as InfiniBand does: a WRITE running past the region's end is NAKed
+// (remote access error) with nothing placed, not ACKed for its first packets.
+TEST(RoCEv2Errors, WriteRangePastRegionEndPlacesNothing) {
+  Harness h(uniform_planes(1), 8);
+  const ConnPair conn = h.connect_rocev2(0);
+  Buffer& src = h.alloc(kA, 16384, mt::kAccessLocalWrite, "src");
+  src.set_pattern(0, src.len, 3);
+  Buffer& dst = h.alloc(kB, 16384, mt::kAccessRemoteWrite, "dst");
+  // 16 KiB from the middle: the first 8 KiB (two or more packets) would fit.
+  ASSERT_EQ(h.post(kA, conn.a, 0, wr_write(1, src, dst, 16384, 8192)), PostError::kOk);
+  ASSERT_TRUE(h.run_until([&] { return h.completions(kA).size() == 1; }, 20 * kMs));
+  EXPECT_EQ(h.completions(kA)[0].status, WcStatus::kRemoteAccessError) << describe(h.completions(kA)[0]);
+  h.run_for(1 * kMs);
+  EXPECT_TRUE(h.verify_all());  // dst and its guards exactly as they were
+  EXPECT_EQ(h.ep(kB).stats(conn.b).naks_sent, 1u);
+}
+
 // RoCEv2 under duplication and reordering: still exact (duplicates are
 // re-acknowledged, out-of-sequence PSNs NAKed and resent).
 TEST(RoCEv2Errors, DuplicationAndReorderExact) {

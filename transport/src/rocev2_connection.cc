@@ -94,6 +94,9 @@ class RoceConnection final : public Connection {
 
   void responder(const rv::PacketView& pv, const wire::UdpFrameView& v, Nanos) {
     if (v.ecn == wire::Ecn::kCe) stats_.paths[0].ecn_echoes++;
+    // After a fatal NAK the QP is in the error state: nothing more is placed
+    // or answered (the requester has the NAK and flushes).
+    if (resp_error_) return;
     const int32_t d = psn_diff(pv.psn, epsn_);
     if (d < 0) {  // duplicate: already placed; re-acknowledge
       stats_.duplicates_received++;
@@ -108,7 +111,6 @@ class RoceConnection final : public Connection {
       }
       return;
     }
-    if (resp_error_) return;
     const auto op = pv.opcode;
     const uint32_t plen = static_cast<uint32_t>(pv.payload.size());
     if (rv::is_write(op)) {
@@ -117,6 +119,12 @@ class RoceConnection final : public Connection {
         msg_rkey_ = pv.reth->rkey.get();
         msg_len_ = pv.reth->dma_len.get();
         msg_off_ = 0;
+        // The whole range on the first packet, as InfiniBand does: a WRITE
+        // that would run outside the region places nothing at all.
+        uint8_t* base = nullptr;
+        if (msg_len_ > 0 &&
+            ep_.memory().check(msg_rkey_, msg_va_, msg_len_, kAccessRemoteWrite, &base) != AccessCheck::kOk)
+          return nak_fatal(rv::kSyndromeNakRemoteAccess);
         in_write_ = true;
       } else if (!in_write_) {
         return nak_fatal(rv::kSyndromeNakInvalidRequest);
