@@ -5,6 +5,8 @@
 // Needs root, netns and AF_XDP; otherwise every test prints SKIPPED with why.
 // The TLS/TCP test uses the unprivileged UDP datapath on loopback and runs anywhere.
 #include <gtest/gtest.h>
+
+#include <iostream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -324,6 +326,12 @@ TEST(DaemonE2E, FabricChangesTakeEffectMidJob) {
   uint64_t link_down_drops = 0;
   for (const auto& l : shown["links"])
     if (num(l["plane"]) == 1) link_down_drops += num(l["drops_link_down"]);
+  if (link_down_drops == 0) {
+    // Diagnostics for an intermittent failure under CPU load: both hosts' ports
+    // (ring and kick counters) and the job's per-path state.
+    for (const char* h : {"h0", "h1", "fab"}) std::cerr << h << " ports:\n" << lab.ctl(h, {"port", "list"}).out;
+    std::cerr << "job: " << lab.ctl("h0", {"-o", "json", "traffic", "result", id}).out << "\n";
+  }
   EXPECT_GT(link_down_drops, 0u) << "plane 1 was down while the job sent on it\n" << show.out;
   ASSERT_EQ(lab.ctl("fab", {"fabric", "up", "--plane", "1"}).status, 0);
   ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--plane", "0", "--loss", "5%"}).status, 0);
