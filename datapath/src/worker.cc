@@ -85,11 +85,16 @@ bool TxStaging::add(std::span<const uint8_t> frame) {
 }
 
 void TxStaging::send(Port* port, WorkerStats& stats) {
-  if (frames_.empty()) return;
-  const size_t sent = port ? port->tx_burst(frames_) : 0;
-  stats.tx_frames += sent;
-  stats.tx_dropped_ring_full += frames_.size() - sent;
-  frames_.clear();
+  if (!frames_.empty()) {
+    const size_t sent = port ? port->tx_burst(frames_) : 0;
+    stats.tx_frames += sent;
+    stats.tx_dropped_ring_full += frames_.size() - sent;
+    frames_.clear();
+  }
+  // Flush even with nothing new: an AF_XDP ring in copy mode sends only when
+  // kicked, and once every descriptor waits in it unkicked the port is not
+  // tx_ready(), the engine stages nothing for it, and without this kick that
+  // plane would stay silent for good. flush() is a flag test when idle.
   if (port) port->flush();
 }
 

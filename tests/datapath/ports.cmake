@@ -7,10 +7,11 @@ endif()
 include(GoogleTest)
 
 # port_tests: hermetic (in-memory channels, UDP on loopback with kernel-chosen
-# ports), no privileges needed.
+# ports, the endpoint worker against a scripted port), no privileges needed.
 add_executable(port_tests
   ${CMAKE_CURRENT_LIST_DIR}/memory_port_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/udp_port_test.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/udp_port_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/worker_test.cc)
 target_link_libraries(port_tests PRIVATE metaroce_datapath GTest::gtest_main)
 gtest_discover_tests(port_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "datapath" TIMEOUT 120)
 

@@ -143,6 +143,9 @@ class DpdkPort final : public Port {
   std::array<rte_mbuf*, kMaxBurst> rx_held_{};  // frames handed out by the last rx_burst
   uint16_t rx_held_count_ = 0;
   std::array<rte_mbuf*, kMaxBurst> tx_scratch_{};
+  static constexpr uint32_t kIdleFlushEvery = 64;
+  bool tx_since_flush_ = false;  // frames handed to the PMD since the last flush
+  uint32_t idle_flushes_ = 0;
   PortStats stats_;
 };
 
@@ -375,6 +378,7 @@ size_t DpdkPort::tx_burst(std::span<const std::span<const uint8_t>> frames) {
   if (!bad_frame) stats_.tx_ring_full += frames.size() - accepted;
   stats_.tx_frames += accepted;
   stats_.tx_bytes += bytes;
+  if (accepted > 0) tx_since_flush_ = true;
   return accepted;
 }
 
@@ -382,7 +386,16 @@ size_t DpdkPort::tx_burst(std::span<const std::span<const uint8_t>> frames) {
 // work through a kernel ring (net_af_xdp) kick the kernel there too, but only
 // for the frames of that call; an empty burst lets them kick (when the kernel
 // asks for a wakeup) and reap completions for frames queued earlier.
-void DpdkPort::flush() { rte_eth_tx_burst(port_id_, queue_, tx_scratch_.data(), 0); }
+// The worker flushes every port every iteration, sent or not (worker.cc):
+// after a burst the empty burst goes at once; when idle only every
+// kIdleFlushEvery calls, so a ring left unkicked is still kicked but an idle
+// loop does not make a syscall per iteration.
+void DpdkPort::flush() {
+  if (!tx_since_flush_ && ++idle_flushes_ < kIdleFlushEvery) return;
+  tx_since_flush_ = false;
+  idle_flushes_ = 0;
+  rte_eth_tx_burst(port_id_, queue_, tx_scratch_.data(), 0);
+}
 
 bool DpdkPort::tx_ready() const {
   if (rte_mempool_avail_count(pool_) == 0) return false;
