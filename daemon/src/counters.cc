@@ -97,11 +97,20 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
       const std::pair<const char*, uint64_t> drops[] = {{"not_ours", c.drop_not_ours},
                                                         {"decode", c.drop_decode},
                                                         {"checksum", c.drop_checksum},
+                                                        {"bad_version", c.drop_bad_version},
+                                                        {"bad_opcode", c.drop_bad_opcode},
                                                         {"unknown_connection", c.drop_unknown_connection},
                                                         {"wrong_peer", c.drop_wrong_peer},
-                                                        {"out_of_window", c.drop_out_of_window}};
+                                                        {"out_of_window", c.drop_out_of_window},
+                                                        {"qp_error", c.drop_qp_error}};
       for (const auto& [why, n] : drops)
         add("endpoint_drops_total", {{"reason", why}}, n, "Frames the engine dropped, by reason");
+      for (size_t k = 0; k < transport::kRejectCodes; ++k) {
+        const char* code = transport::reject_code_name(static_cast<transport::RejectCode>(k));
+        add("endpoint_naks_sent_total", {{"code", code}}, c.naks_sent[k], "Requests this host refused (NAKs sent), by cause");
+        add("endpoint_naks_received_total", {{"code", code}}, c.naks_received[k],
+            "Requests the peers refused (NAKs received), by cause");
+      }
       add("endpoint_cq_overflow_total", {}, c.completion_queue_overflow, "Completions lost to a full queue");
       add_worker("endpoint", w);
     }

@@ -392,7 +392,7 @@ TEST(Forged, MalformedHeadersDropped) {
     auto h = fx.header(Opcode::kWrite, 0, 0, 64, 64);
     h.version = 2 << 4;
     EXPECT_TRUE(fx.inject(forge_frame(fx.flow_a_to_b(), h, &e, sizeof(e), payload(64))).empty());
-    ++drops;
+    EXPECT_EQ(fx.h.ep(kB).counters().drop_bad_version, 1u);  // its own cause, not "decode"
   }
   {  // payload beyond msg_len
     mw::WriteExt e{};

@@ -159,6 +159,13 @@ TEST(RoCEv2Errors, WriteRangePastRegionEndPlacesNothing) {
   h.run_for(1 * kMs);
   EXPECT_TRUE(h.verify_all());  // dst and its guards exactly as they were
   EXPECT_EQ(h.ep(kB).stats(conn.b).naks_sent, 1u);
+  // Every rejection is counted by its cause on both sides, and what reached
+  // the QP after it entered the error state is counted, not silently lost.
+  const auto remote_access = static_cast<size_t>(mt::RejectCode::kRemoteAccess);
+  EXPECT_EQ(h.ep(kB).counters().naks_sent[remote_access], 1u);
+  EXPECT_EQ(h.ep(kA).counters().naks_received[remote_access], 1u);
+  EXPECT_GT(h.ep(kB).counters().drop_qp_error, 0u);
+  EXPECT_EQ(h.ep(kB).counters().drop_checksum, 0u);
 }
 
 // RoCEv2 under duplication and reordering: still exact (duplicates are

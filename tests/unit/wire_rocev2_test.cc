@@ -510,3 +510,41 @@ TEST(WireRocev2Decode, RejectsBodyOnAckAndReadRequest) {
 
 }  // namespace
 }  // namespace metaroce::wire::rocev2
+
+namespace metaroce::wire::rocev2 {
+namespace {
+
+// Why a frame was refused, so a receiver counts each cause under its own name
+// (an unsupported TVer or opcode is not corruption).
+TEST(WireRocev2Decode, RefusalsNameTheirCause) {
+  const auto payload = make_payload(64);
+  const auto good = build(Opcode::kWriteMiddle, 9, 9, false, {}, payload);
+  const auto udp_of = [](const std::vector<uint8_t>& f) { return decode_udp_frame(f)->payload; };
+  PacketView v;
+  DecodeError why = DecodeError::kBadField;
+  EXPECT_TRUE(decode(good, udp_of(good), v, &why));
+  EXPECT_EQ(why, DecodeError::kNone);
+
+  auto version = good;
+  version[kUdpFrameHeaderBytes + 1] |= 0x01;  // BTH flags: TVer 1
+  seal_icrc(version);
+  EXPECT_FALSE(decode(version, udp_of(version), v, &why));
+  EXPECT_EQ(why, DecodeError::kBadVersion);
+
+  auto opcode = good;
+  opcode[kUdpFrameHeaderBytes] = 0x64;  // UD SEND_ONLY: not part of the baseline
+  seal_icrc(opcode);
+  EXPECT_FALSE(decode(opcode, udp_of(opcode), v, &why));
+  EXPECT_EQ(why, DecodeError::kBadOpcode);
+
+  auto corrupt = good;
+  corrupt[kUdpFrameHeaderBytes + 12 + 5] ^= 0x10;  // a payload bit, ICRC not resealed
+  EXPECT_FALSE(decode(corrupt, udp_of(corrupt), v, &why));
+  EXPECT_EQ(why, DecodeError::kBadChecksum);
+
+  EXPECT_FALSE(decode(good, udp_of(good).first(8), v, &why));
+  EXPECT_EQ(why, DecodeError::kTooShort);
+}
+
+}  // namespace
+}  // namespace metaroce::wire::rocev2

@@ -54,6 +54,43 @@ const char* post_error_name(PostError e) {
   return "unknown";
 }
 
+const char* reject_code_name(RejectCode c) {
+  switch (c) {
+    case RejectCode::kRnr: return "rnr";
+    case RejectCode::kBadKey: return "bad_key";
+    case RejectCode::kOutOfBounds: return "out_of_bounds";
+    case RejectCode::kAccessViolation: return "access_violation";
+    case RejectCode::kUnknownConnection: return "unknown_connection";
+    case RejectCode::kInvalidRequest: return "invalid_request";
+    case RejectCode::kPsnSequenceError: return "psn_sequence_error";
+    case RejectCode::kRemoteAccess: return "remote_access";
+    case RejectCode::kOther: return "other";
+  }
+  return "other";
+}
+
+RejectCode reject_code(wire::NakCode c) {
+  switch (c) {
+    case wire::NakCode::kRnr: return RejectCode::kRnr;
+    case wire::NakCode::kBadKey: return RejectCode::kBadKey;
+    case wire::NakCode::kOutOfBounds: return RejectCode::kOutOfBounds;
+    case wire::NakCode::kAccessViolation: return RejectCode::kAccessViolation;
+    case wire::NakCode::kUnknownConnection: return RejectCode::kUnknownConnection;
+    case wire::NakCode::kInvalidRequest: return RejectCode::kInvalidRequest;
+  }
+  return RejectCode::kOther;
+}
+
+RejectCode rocev2_reject_code(uint8_t syndrome) {
+  if ((syndrome & 0xE0) == wire::rocev2::kSyndromeRnrNak) return RejectCode::kRnr;
+  switch (syndrome) {
+    case wire::rocev2::kSyndromeNakPsnSeqError: return RejectCode::kPsnSequenceError;
+    case wire::rocev2::kSyndromeNakInvalidRequest: return RejectCode::kInvalidRequest;
+    case wire::rocev2::kSyndromeNakRemoteAccess: return RejectCode::kRemoteAccess;
+    default: return RejectCode::kOther;
+  }
+}
+
 const char* path_state_name(PathState s) {
   switch (s) {
     case PathState::kActive: return "active";
@@ -232,7 +269,10 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
     wire::PacketView pv;
     const wire::DecodeError err = wire::decode_packet(v->payload, pv);
     if (err != wire::DecodeError::kNone) {
-      (err == wire::DecodeError::kBadChecksum ? counters_.drop_checksum : counters_.drop_decode)++;
+      (err == wire::DecodeError::kBadChecksum  ? counters_.drop_checksum
+       : err == wire::DecodeError::kBadVersion ? counters_.drop_bad_version
+       : err == wire::DecodeError::kBadOpcode  ? counters_.drop_bad_opcode
+                                               : counters_.drop_decode)++;
       return;
     }
     auto it = by_id_.find(pv.common.dst_conn_id.get());
@@ -283,6 +323,7 @@ void Endpoint::reply_unknown_connection(const wire::UdpFrameView& v, const wire:
   n.dst_conn = pv.common.src_conn_id.get();
   n.nak = wire::NakExt{};
   n.nak.code = static_cast<uint8_t>(wire::NakCode::kUnknownConnection);
+  counters_.naks_sent[static_cast<size_t>(RejectCode::kUnknownConnection)]++;
   n.nak.stream_id.set(pv.common.stream_id.get());
   n.nak.msg_seq.set(pv.common.msg_seq.get());
   n.nak.msg_offset.set(pv.common.msg_offset.get());

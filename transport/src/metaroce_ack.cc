@@ -174,6 +174,7 @@ void MetaRoceConnection::chunk_acked(const ChunkRef& ref, Nanos now) {
 
 void MetaRoceConnection::on_nak(const wire::PacketView& pv, Nanos now) {
   stats_.naks_received++;
+  ep_.mutable_counters().naks_received[static_cast<size_t>(reject_code(static_cast<wire::NakCode>(pv.ext.nak.code)))]++;
   const uint16_t sid = pv.ext.nak.stream_id.get();
   if (sid >= streams_.size()) return;
   Stream& s = streams_[sid];

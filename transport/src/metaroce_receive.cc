@@ -318,6 +318,7 @@ void MetaRoceConnection::nak(uint16_t sid, const wire::PacketView& pv, wire::Nak
 
 void MetaRoceConnection::queue_nak(uint16_t sid, uint32_t msg_seq, uint32_t offset, wire::NakCode code, uint8_t path) {
   stats_.naks_sent++;
+  ep_.mutable_counters().naks_sent[static_cast<size_t>(reject_code(code))]++;
   if (nak_tail_ - nak_head_ >= naks_.size()) return;  // the sender's message timer recovers
   wire::NakExt& n = naks_[nak_tail_++ % naks_.size()];
   n = wire::NakExt{};

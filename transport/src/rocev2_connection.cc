@@ -82,8 +82,13 @@ class RoceConnection final : public Connection {
   void on_packet(const wire::UdpFrameView& v, std::span<const uint8_t> frame, Nanos now) override {
     rv::PacketView pv;
     // decode() checks the ICRC over exactly the frame bytes that carry the packet.
-    if (!rv::decode(frame, v.payload, pv)) {
-      ep_.mutable_counters().drop_checksum++;
+    wire::DecodeError why = wire::DecodeError::kNone;
+    if (!rv::decode(frame, v.payload, pv, &why)) {
+      auto& c = ep_.mutable_counters();
+      (why == wire::DecodeError::kBadChecksum  ? c.drop_checksum
+       : why == wire::DecodeError::kBadVersion ? c.drop_bad_version
+       : why == wire::DecodeError::kBadOpcode  ? c.drop_bad_opcode
+                                               : c.drop_decode)++;
       return;
     }
     if (pv.opcode == rv::Opcode::kAcknowledge) return on_ack(pv, now);
@@ -96,7 +101,10 @@ class RoceConnection final : public Connection {
     if (v.ecn == wire::Ecn::kCe) stats_.paths[0].ecn_echoes++;
     // After a fatal NAK the QP is in the error state: nothing more is placed
     // or answered (the requester has the NAK and flushes).
-    if (resp_error_) return;
+    if (resp_error_) {
+      ep_.mutable_counters().drop_qp_error++;
+      return;
+    }
     const int32_t d = psn_diff(pv.psn, epsn_);
     if (d < 0) {  // duplicate: already placed; re-acknowledge
       stats_.duplicates_received++;
@@ -107,7 +115,7 @@ class RoceConnection final : public Connection {
       if (!nak_sent_) {
         nak_sent_ = true;
         queue_aeth(rv::kSyndromeNakPsnSeqError, epsn_);
-        stats_.naks_sent++;
+        count_nak_sent(rv::kSyndromeNakPsnSeqError);
       }
       return;
     }
@@ -143,7 +151,7 @@ class RoceConnection final : public Connection {
       if (op == rv::Opcode::kSendFirst || op == rv::Opcode::kSendOnly || op == rv::Opcode::kSendOnlyImm) msg_off_ = 0;
       if (posted_count_ == consumed_) {
         queue_aeth(rv::kSyndromeRnrNak, epsn_);
-        stats_.naks_sent++;
+        count_nak_sent(rv::kSyndromeRnrNak);
         return;
       }
       const RecvRequest& rr = posted_[consumed_ % posted_.size()];
@@ -169,7 +177,12 @@ class RoceConnection final : public Connection {
   void nak_fatal(uint8_t syndrome) {
     resp_error_ = true;
     queue_aeth(syndrome, epsn_);
+    count_nak_sent(syndrome);
+  }
+
+  void count_nak_sent(uint8_t syndrome) {
     stats_.naks_sent++;
+    ep_.mutable_counters().naks_sent[static_cast<size_t>(rocev2_reject_code(syndrome))]++;
   }
 
   void emit_recv(Verb remote, uint32_t len, std::optional<uint32_t> imm, bool consume) {
@@ -200,6 +213,7 @@ class RoceConnection final : public Connection {
       return;
     }
     stats_.naks_received++;
+    ep_.mutable_counters().naks_received[static_cast<size_t>(rocev2_reject_code(syn))]++;
     if (syn == rv::kSyndromeNakPsnSeqError) {
       acked_through(psn, now);
       go_back(psn);

@@ -75,20 +75,24 @@ void seal_icrc(std::span<uint8_t> frame) {
   slot[3] = static_cast<uint8_t>(icrc >> 24);
 }
 
-bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp, PacketView& out) {
-  if (udp.size() < sizeof(Bth) + kIcrcBytes) return false;
-  if (frame.size() < kUdpFrameHeaderBytes + udp.size()) return false;
+bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp, PacketView& out, DecodeError* why) {
+  auto fail = [why](DecodeError e) {
+    if (why) *why = e;
+    return false;
+  };
+  if (udp.size() < sizeof(Bth) + kIcrcBytes) return fail(DecodeError::kTooShort);
+  if (frame.size() < kUdpFrameHeaderBytes + udp.size()) return fail(DecodeError::kTooShort);
   Bth bth;
   std::memcpy(&bth, udp.data(), sizeof(Bth));
-  if (!known(bth.opcode)) return false;
-  if ((bth.flags & 0x0F) != 0) return false;  // TVer 0
+  if (!known(bth.opcode)) return fail(DecodeError::kBadOpcode);
+  if ((bth.flags & 0x0F) != 0) return fail(DecodeError::kBadVersion);  // TVer 0
   out.opcode = static_cast<Opcode>(bth.opcode);
   out.pad = (bth.flags >> 4) & 3;
   out.dest_qp = load_be24(bth.dest_qp);
   out.psn = load_be24(bth.psn);
   out.ack_req = bth.ack_req & 0x80;
   const size_t ext = ext_bytes(out.opcode);
-  if (udp.size() < sizeof(Bth) + ext + out.pad + kIcrcBytes) return false;
+  if (udp.size() < sizeof(Bth) + ext + out.pad + kIcrcBytes) return fail(DecodeError::kTooShort);
   const uint8_t* p = udp.data() + sizeof(Bth);
   out.reth.reset();
   out.imm.reset();
@@ -110,16 +114,18 @@ bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp, Packet
     p += sizeof(Aeth);
   }
   const size_t body = udp.size() - sizeof(Bth) - ext - kIcrcBytes;
-  if ((body & 3) != 0) return false;  // PadCnt must pad the payload to a 4-byte boundary
+  if ((body & 3) != 0) return fail(DecodeError::kBadLength);  // PadCnt must pad the payload to a 4-byte boundary
   if (out.opcode == Opcode::kAcknowledge || out.opcode == Opcode::kReadRequest) {
-    if (body != 0) return false;
+    if (body != 0) return fail(DecodeError::kBadLength);
   }
   out.payload = {p, body - out.pad};
   // ICRC covers the frame up to the end of the UDP payload; ignore Ethernet padding.
   const auto exact = frame.first(kUdpFrameHeaderBytes + udp.size());
   const uint8_t* slot = exact.data() + exact.size() - kIcrcBytes;
   const uint32_t got = slot[0] | (slot[1] << 8) | (slot[2] << 16) | (static_cast<uint32_t>(slot[3]) << 24);
-  return got == compute_icrc(exact);
+  if (got != compute_icrc(exact)) return fail(DecodeError::kBadChecksum);
+  if (why) *why = DecodeError::kNone;
+  return true;
 }
 
 size_t encode(std::span<uint8_t> udp, Opcode op, uint32_t dest_qp, uint32_t psn, bool ack_req,

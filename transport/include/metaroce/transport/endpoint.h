@@ -58,16 +58,39 @@ struct ConnectionStats {
   std::vector<PathStats> paths;
 };
 
+// Why a request was refused, MetaRoCE NAK codes and RoCEv2 NAK syndromes in
+// one list, so NAKs sent and received can be counted by cause.
+enum class RejectCode : uint8_t {
+  kRnr,                 // receiver not ready (MetaRoCE 0x01, RoCEv2 RNR NAK)
+  kBadKey,              // MetaRoCE 0x02
+  kOutOfBounds,         // MetaRoCE 0x03
+  kAccessViolation,     // MetaRoCE 0x04
+  kUnknownConnection,   // MetaRoCE 0x05
+  kInvalidRequest,      // MetaRoCE 0x06, RoCEv2 0x61
+  kPsnSequenceError,    // RoCEv2 0x60
+  kRemoteAccess,        // RoCEv2 0x62 (bad R_Key, bounds or rights)
+  kOther,               // a code this version does not know
+};
+inline constexpr size_t kRejectCodes = static_cast<size_t>(RejectCode::kOther) + 1;
+const char* reject_code_name(RejectCode c);
+RejectCode reject_code(wire::NakCode c);
+RejectCode rocev2_reject_code(uint8_t syndrome);
+
 struct EndpointCounters {
   uint64_t frames_in = 0, frames_out = 0;
   uint64_t drop_not_ours = 0;        // not UDP/IPv4, or not to our address/ports
   uint64_t drop_decode = 0;          // malformed header, bad length
   uint64_t drop_checksum = 0;        // CRC32C / ICRC mismatch (corruption)
+  uint64_t drop_bad_version = 0;     // MetaRoCE version byte / RoCEv2 TVer this version does not speak
+  uint64_t drop_bad_opcode = 0;      // opcode unknown or not supported
+  uint64_t drop_qp_error = 0;        // RoCEv2: frames for a QP in the error state
   uint64_t drop_unknown_connection = 0;
   uint64_t drop_wrong_peer = 0;      // connection id valid but sent from another address
   uint64_t drop_out_of_window = 0;
   uint64_t completion_queue_overflow = 0;
   uint64_t naks_unknown_connection = 0;
+  uint64_t naks_sent[kRejectCodes] = {};      // by RejectCode, every connection
+  uint64_t naks_received[kRejectCodes] = {};
 };
 
 class Connection;  // internal, one per transport kind

@@ -98,8 +98,10 @@ uint32_t compute_icrc(std::span<const uint8_t> frame);
 
 // Decodes the UDP payload of a RoCEv2 packet inside `frame` (the whole
 // Ethernet frame, needed for the ICRC). Returns false on any inconsistency or
-// ICRC mismatch.
-bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp_payload, PacketView& out);
+// ICRC mismatch, and then sets *why (if given): kTooShort, kBadOpcode (unknown
+// opcode), kBadVersion (TVer != 0), kBadLength (pad, body), kBadChecksum (ICRC).
+bool decode(std::span<const uint8_t> frame, std::span<const uint8_t> udp_payload, PacketView& out,
+            DecodeError* why = nullptr);
 
 // Bytes of a RoCEv2 UDP payload with these headers and payload (pad included).
 size_t payload_bytes(Opcode op, size_t payload_len);
