@@ -9,6 +9,6 @@ echo "== optimised build"
 bash scripts/build.sh >/dev/null
 ctest --test-dir build --output-on-failure --parallel "$jobs" --timeout 300
 echo "== ASan + UBSan build"
-BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DMETAROCE_SANITIZE=ON -DMETAROCE_BUILD_BENCH=ON >/dev/null
+BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DMETAROCE_SANITIZE=ON -DMETAROCE_BUILD_BENCH=OFF >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure --parallel "$jobs" --timeout 600
