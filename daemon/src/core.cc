@@ -236,11 +236,12 @@ grpc::Status DaemonCore::ports(v1::ListPortsResponse* out) {
 // ------------------------------------------------------------------ connections
 
 uint32_t DaemonCore::allocate_id() {
-  // 24-bit ids (RoCEv2 QP numbers), never 0, skipping ids in use.
+  // 24-bit ids (RoCEv2 QP numbers, MetaRoCE connection ids), never 0, drawn
+  // at random so a host that does not see them on the wire cannot guess a
+  // live one; ids in use are skipped.
   std::lock_guard<std::mutex> g(conns_mu_);
   for (;;) {
-    const uint32_t id = next_id_;
-    next_id_ = next_id_ >= 0xFFFFFF ? 1 : next_id_ + 1;
+    const uint32_t id = static_cast<uint32_t>(id_random_() % 0xFFFFFF) + 1;
     if (!conns_.count(id)) {
       conns_[id].id = id;  // reserved; filled in by the caller
       return id;

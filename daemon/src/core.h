@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <random>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -149,7 +150,7 @@ class DaemonCore {
 
   mutable std::mutex conns_mu_;
   std::map<uint32_t, ConnectionRecord> conns_;
-  uint32_t next_id_ = 1;
+  std::random_device id_random_;  // connection ids from the OS (allocate_id), under conns_mu_
 
   struct Region {
     std::vector<uint8_t> bytes;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 
 #include "metaroce/lab/config.h"
 
@@ -44,6 +45,9 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
                                                        uint8_t(config.ip >> 8), uint8_t(config.ip)};
   ec.metaroce_udp_port = config.udp_port;
   ec.inbound_capacity_bps = config.inbound_capacity_bps;
+  // Memory keys with random bits from the OS: unguessable by a host that does not see them.
+  std::random_device os_random;
+  ec.key_seed = (static_cast<uint64_t>(os_random()) << 32) ^ os_random();
   if (auto e = transport::validate(ec); !e.empty()) {
     *error = "endpoint: " + e;
     return nullptr;

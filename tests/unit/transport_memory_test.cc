@@ -1,6 +1,7 @@
 // Memory regions: every remote access is bounds- and rights-checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,32 @@ TEST(MemoryTable, StaleKeysNeverAliasNewRegions) {
   EXPECT_NE(ka, kb);  // same slot, new generation
   EXPECT_EQ(t.check(ka, reinterpret_cast<uint64_t>(b.data()), 8, 2, nullptr), AccessCheck::kBadKey);
   EXPECT_EQ(t.check(kb, reinterpret_cast<uint64_t>(b.data()), 8, 2, nullptr), AccessCheck::kOk);
+}
+
+// Keys carry 16 bits drawn from the table's seed: two tables seeded apart give
+// different keys for the same registrations, one seed gives the same keys
+// (deterministic simulations), and a slot's keys never repeat over its
+// generations.
+TEST(MemoryTable, KeysCarrySeededRandomBitsAndNeverRepeatPerSlot) {
+  std::vector<uint8_t> buf(64);
+  MemoryTable a(1), b(2), a2(1);
+  int differ = 0;
+  for (int i = 0; i < 32; ++i) {
+    const uint32_t ka = *a.register_region(buf.data(), buf.size(), 2);
+    const uint32_t kb = *b.register_region(buf.data(), buf.size(), 2);
+    EXPECT_EQ(ka, *a2.register_region(buf.data(), buf.size(), 2));
+    EXPECT_EQ(ka & 0xFFFF, kb & 0xFFFF);  // the slot index
+    differ += (ka >> 16) != (kb >> 16);
+  }
+  EXPECT_GE(differ, 31);  // 16 random bits: at most a chance collision
+  MemoryTable t(7);
+  std::vector<uint32_t> seen;
+  for (int g = 0; g < 1000; ++g) {
+    const uint32_t k = *t.register_region(buf.data(), buf.size(), 2);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), k), 0) << "generation " << g;
+    seen.push_back(k);
+    ASSERT_TRUE(t.deregister(k));
+  }
 }
 
 TEST(MemoryTable, RejectsEmptyOrWrappingRegions) {

@@ -151,7 +151,7 @@ std::string validate(const EndpointConfig& c) {
   return {};
 }
 
-Endpoint::Endpoint(const EndpointConfig& config) : config_(config) {
+Endpoint::Endpoint(const EndpointConfig& config) : config_(config), memory_(config.key_seed) {
   if (config_.metaroce_udp_port == 0) config_.metaroce_udp_port = wire::kDefaultUdpPort;
   cq_.resize(config_.completion_queue_depth);
   pending_naks_.reserve(64);

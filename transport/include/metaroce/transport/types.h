@@ -141,6 +141,9 @@ struct EndpointConfig {
   double inbound_capacity_bps = 0;  // for the receiver's fair-share rate hint; 0 = no hint
   Nanos active_sender_window_ns = 100'000;
   uint32_t completion_queue_depth = 1u << 16;
+  // Seeds the memory keys' random bits (MemoryTable): the daemon draws it from
+  // the OS so keys are unguessable; the simulator and tests keep a fixed one.
+  uint64_t key_seed = 0;
 };
 
 // Returns an error naming the field and its allowed range, or an empty string.
