@@ -123,12 +123,20 @@ class Lab {
                                      << "fabric:\n  datapath: afxdp\n  ecmp_links: 2\n  seed: 7\n"
                                      << "  port: {rate_bps: 10e9, prop_delay_ns: 0}\n"
                                      << "  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us, loss_probability: 0.01}\n";
-    start("fab", ml::fabric_netns(name_));
-    start("h0", ml::host_netns(name_, 0));
-    start("h1", ml::host_netns(name_, 1));
+    // A constructor that throws runs no destructor: take the lab down here too.
+    try {
+      start("fab", ml::fabric_netns(name_));
+      start("h0", ml::host_netns(name_, 0));
+      start("h1", ml::host_netns(name_, 1));
+    } catch (...) {
+      teardown();
+      throw;
+    }
   }
 
-  ~Lab() {
+  ~Lab() { teardown(); }
+
+  void teardown() {
     shutdown();
     std::string err;
     std::vector<std::string> removed;
