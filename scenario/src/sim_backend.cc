@@ -332,7 +332,7 @@ class SimBackend final : public Backend {
 
   void stop_jobs() override {}  // never needed: run_until ends every simulated run at its duration
 
-  std::vector<RunResult> results(const RunPlan& plan) override {
+  std::vector<RunResult> results(const RunPlan&) override {
     SimRun& r = *run_;
     std::vector<RunResult> out;
     const double sim_seconds = static_cast<double>(r.sim.now()) / 1e9;
@@ -393,7 +393,6 @@ class SimBackend final : public Backend {
       }
       out.push_back(std::move(rr));
     }
-    (void)plan;
     return out;
   }
 
