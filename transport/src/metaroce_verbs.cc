@@ -175,15 +175,19 @@ void MetaRoceConnection::fail_message(uint16_t sid, TxMsg& m, WcStatus st) {
     m.status = st;
   }
   m.next_chunk = m.chunks;  // send nothing more of it
-  if (st != WcStatus::kSuccess && !s.error) {
+  if (st != WcStatus::kSuccess) {
+    // Everything after the first failed message is flushed, even a message a NAK
+    // already failed: the receiver refuses every message after a failed one, and
+    // that refusal can overtake the failed message's own NAK (lost, or on a
+    // faster path). A later message never completes successfully before an
+    // earlier one (completion follows the receiver's in-order watermark).
     s.error = true;
-    for (uint32_t q = s.head_seq; q != s.next_seq; ++q) {
+    for (uint32_t q = m.msg_seq + 1; q != s.next_seq; ++q) {
       TxMsg& o = s.req[q % s.req.size()];
-      if (&o != &m && !o.done && seq_diff(q, m.msg_seq) > 0) {
-        o.done = true;
-        o.status = WcStatus::kFlushed;
-        o.next_chunk = o.chunks;
-      }
+      if (!o.active || o.msg_seq != q || (o.done && o.status == WcStatus::kSuccess)) continue;
+      o.done = true;
+      o.status = WcStatus::kFlushed;
+      o.next_chunk = o.chunks;
     }
   }
   release_completions(s, sid);
