@@ -101,5 +101,39 @@ TEST(PathHealth, LossyPlaneIsMarkedDegraded) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// A path whose window collapsed after one timeout (a short outage, or on a live
+// host a scheduler hiccup) must earn its share back. When the application, not
+// the windows, limits what is in flight, every other path always has more free
+// window than the collapsed one; spraying by free window alone then never picks
+// it again, so it neither grows its window nor learns that its plane died.
+TEST(PathHealth, CollapsedWindowAfterOneTimeoutEarnsItsShareBack) {
+  Harness h(uniform_planes(kPlanes, make_link(25e9, 2 * kUs)), 515);
+  const ConnPair conn = h.connect_metaroce(kPlanes, 1);
+  StreamingWriter w(h, conn, 1, 4, 16 * 1024);  // 16 packets in flight at most: application-limited
+  w.start();
+  h.run_for(500 * kUs);
+  // An outage longer than one RTO and shorter than two: one timeout, no down.
+  h.fabric().set_plane_up(kVictim, false);
+  ASSERT_TRUE(h.run_until([&] { return path(h, conn.a, kVictim).rtos > 0; }, 5 * kMs)) << "no timeout";
+  h.fabric().set_plane_up(kVictim, true);
+  EXPECT_NE(path(h, conn.a, kVictim).state, mt::PathState::kDown);
+  h.run_for(2 * kMs);  // slow start from one packet takes a few round trips
+  std::vector<mt::PathStats> before;
+  for (size_t i = 0; i < kPlanes; ++i) before.push_back(path(h, conn.a, i));
+  h.run_for(2 * kMs);
+  uint64_t others = 0;
+  for (size_t i = 0; i < kPlanes; ++i)
+    if (i != kVictim) others += path(h, conn.a, i).packets_sent - before[i].packets_sent;
+  const uint64_t victim = path(h, conn.a, kVictim).packets_sent - before[kVictim].packets_sent;
+  EXPECT_GT(others, 0u);
+  EXPECT_GE(victim * (kPlanes - 1), others / 2) << "the recovered path carries " << victim << " packets against "
+                                                 << others << " on the other " << kPlanes - 1 << " paths";
+  EXPECT_EQ(path(h, conn.a, kVictim).state, mt::PathState::kActive);
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs));
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+}
+
 }  // namespace
 }  // namespace engine_test

@@ -123,6 +123,7 @@ struct Path {
   uint16_t src_port = 0, base_port = 0;
   PathHealth health;
   PathCongestion cc;
+  double spray_credit = 0;  // smooth weighted round-robin (pick_path)
   // Sender.
   uint32_t next_seq = 0, floor = 0;
   std::array<TxRecord, kRingSize> ring{};
@@ -249,7 +250,7 @@ class MetaRoceConnection final : public Connection {
   uint32_t rate_hint_kbps_ = 0;
   double tokens_ = kPacingBurst;
   Nanos tokens_at_ = 0, pacing_until_ = 0;
-  size_t stream_rr_ = 0, path_rr_ = 0, ack_rr_ = 0;
+  size_t stream_rr_ = 0, ack_rr_ = 0;
   Nanos next_timer_at_ = kNever;
   Nanos last_now_ = 0;
   ConnectionStats stats_;

@@ -76,29 +76,40 @@ TxMsg* MetaRoceConnection::msg_for(const ChunkRef& ref) {
   return &m;
 }
 
-// Spraying: the eligible path with the most free window, weighted by health.
+// Spraying: smooth weighted round-robin over the paths that have room for a
+// packet (weight 1 when active, tuning.degraded_weight when degraded). Each
+// eligible path earns its weight per pick and the chosen one pays the round's
+// total, so every eligible path gets its share in every round. Choosing by free
+// window instead starves a path whose window collapsed after one timeout while
+// the application, not the windows, limits what is in flight: the others then
+// always have more room, and the collapsed path never sends again, never grows
+// its window and never learns that its plane failed.
+// A path whose timer fired carries only its probe until something on it is
+// answered (backoff back to 0): data sent into a silent path waits out an ever
+// longer timer. A retransmission goes to an active path when one has room.
 int MetaRoceConnection::pick_path(uint64_t ready, bool retransmit) {
   if (conn_inflight_bytes_ + mss_ > conn_cc_.cwnd()) return -1;
+  auto eligible = [&](const Path& p) {
+    return p.health.state() != PathState::kDown && p.backoff == 0 && ((ready >> p.plane) & 1) &&
+           p.next_seq - p.floor < kRingSize - 1 &&
+           p.cc.cwnd() - static_cast<double>(p.inflight_bytes) >= mss_;
+  };
+  bool active_only = false;
+  if (retransmit)
+    for (const Path& p : paths_) active_only |= p.health.state() == PathState::kActive && eligible(p);
   int best = -1;
-  double best_score = 0;
-  const size_t n = paths_.size();
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (path_rr_ + k) % n;
+  double total = 0;
+  for (size_t i = 0; i < paths_.size(); ++i) {
     Path& p = paths_[i];
-    const PathState st = p.health.state();
-    if (st == PathState::kDown || !((ready >> p.plane) & 1)) continue;
-    if (p.next_seq - p.floor >= kRingSize - 1) continue;
-    const double room = p.cc.cwnd() - static_cast<double>(p.inflight_bytes);
-    if (room < mss_) continue;
-    double score = room;
-    if (st == PathState::kDegraded) score *= cfg_.tuning.degraded_weight;
-    if (retransmit && st == PathState::kActive) score *= 2;  // resend on a healthy path
-    if (score > best_score) {
-      best_score = score;
-      best = static_cast<int>(i);
-    }
+    if (!eligible(p)) continue;
+    const bool active = p.health.state() == PathState::kActive;
+    if (active_only && !active) continue;
+    const double weight = active ? 1.0 : cfg_.tuning.degraded_weight;
+    p.spray_credit += weight;
+    total += weight;
+    if (best < 0 || p.spray_credit > paths_[best].spray_credit) best = static_cast<int>(i);
   }
-  if (best >= 0) path_rr_ = static_cast<size_t>(best) + 1;
+  if (best >= 0) paths_[best].spray_credit -= total;
   return best;
 }
 
