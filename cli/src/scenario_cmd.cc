@@ -45,17 +45,23 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
     std::printf("\n%s run (%s); report: %s/report.html, %s/report.json, %s/timeseries.csv\n", r.scenario_name.c_str(),
                 r.mode == "sim" ? "in the simulator" : "on live daemons", out.c_str(), out.c_str(), out.c_str());
   }
-  size_t failed = 0;
-  for (const auto& a : r.assertions) failed += a.passed ? 0 : 1;
+  const size_t failed = r.failed();
   std::fflush(stdout);  // the verdict line after the tables, not inside them
   switch (r.verdict()) {
     case ms::Report::Verdict::kInconclusive: {
-      size_t problems = 0;
-      for (const auto& run : r.runs) problems += run.fidelity.problems.size();
-      std::fprintf(stderr,
-                   "metarocectl: INCONCLUSIVE: the host's datapath, not the emulated fabric, limited this run (%zu "
-                   "fidelity problems; see the report's fidelity section); %zu of %zu assertions failed\n",
-                   problems, failed, r.assertions.size());
+      if (!r.faithful()) {
+        size_t problems = 0;
+        for (const auto& run : r.runs) problems += run.fidelity.problems.size();
+        std::fprintf(stderr,
+                     "metarocectl: INCONCLUSIVE: the host's datapath, not the emulated fabric, limited this run (%zu "
+                     "fidelity problems; see the report's fidelity section); %zu of %zu assertions failed\n",
+                     problems, failed, r.assertions.size());
+      } else {
+        std::fprintf(stderr,
+                     "metarocectl: INCONCLUSIVE: %zu of %zu assertions are within their measurement's resolution of "
+                     "the threshold (too few messages in the window to tell which side they are on)\n",
+                     r.unresolved(), r.assertions.size());
+      }
       return kExitInconclusive;
     }
     case ms::Report::Verdict::kFail:

@@ -206,6 +206,7 @@ class LiveBackend final : public ms::Backend {
         i.t0_s = iv.start_ns() / 1e9;
         i.t1_s = iv.end_ns() / 1e9;
         i.goodput_bps = iv.goodput_bps();
+        i.messages = std::round(iv.message_rate() * static_cast<double>(iv.end_ns() - iv.start_ns()) / 1e9);
         i.retransmits = iv.retransmits();
         i.loss_seen = iv.loss_seen();
         rr.intervals.push_back(std::move(i));

@@ -36,11 +36,20 @@ std::string run_label(const RunResult& r) {
   return r.job + " @ " + p + " " + detail::format_sweep_value(r.sweep_parameter, r.sweep_value);
 }
 
+// A goodput figure and the messages it was counted from. Goodput counts whole
+// messages, so a window that completed n messages could have carried anything
+// from n - 1 to n + 1 messages' worth: the figure is known to +-1/n of itself.
+struct Goodput {
+  double bps = 0;
+  double messages = 0;
+  double resolution() const { return messages >= 1 ? 1 / messages : std::numeric_limits<double>::infinity(); }
+};
+
 // Time-weighted mean goodput of the intervals inside [from, to] (scenario
 // seconds); nullopt if no interval lies inside. from == to == 0: every interval.
-std::optional<double> mean_goodput(const RunResult& r, double from, double to) {
+std::optional<Goodput> mean_goodput(const RunResult& r, double from, double to) {
   const bool whole = from == 0 && to == 0;
-  double sum = 0, dur = 0;
+  double sum = 0, dur = 0, messages = 0;
   size_t n = 0;
   for (const Interval& iv : r.intervals) {
     if (!whole && (iv.t0_s < from - kEps || iv.t1_s > to + kEps)) continue;
@@ -48,13 +57,35 @@ std::optional<double> mean_goodput(const RunResult& r, double from, double to) {
     if (d <= 0) continue;
     sum += iv.goodput_bps * d;
     dur += d;
+    messages += iv.messages;
     ++n;
   }
   if (n == 0) {
-    if (whole && r.goodput_bps > 0) return r.goodput_bps;
+    if (whole && r.goodput_bps > 0) return Goodput{r.goodput_bps, static_cast<double>(r.messages)};
     return std::nullopt;
   }
-  return sum / dur;
+  return Goodput{sum / dur, messages};
+}
+
+// ratio >= min, judged at the resolution of the two figures it divides: PASS
+// only if it holds at the low end of the ratio's range, FAIL only if it fails
+// at the high end, otherwise inconclusive: the window held too few messages to
+// tell (lengthen the window, or slow sim.time_scale in the simulator).
+void judge_ratio(AssertionResult& out, double ratio, double min, double resolution, const std::string& figures) {
+  const double lo = ratio * (1 - resolution), hi = ratio * (1 + resolution);
+  out.passed = lo >= min;
+  out.inconclusive = !out.passed && hi >= min;
+  char pm[48];
+  std::snprintf(pm, sizeof pm, " +- %.3f", ratio * resolution);
+  out.detail = num(ratio) + (out.passed ? " >= " : out.inconclusive ? " ~ " : " < ") + threshold(min) + " (" +
+               figures + (out.inconclusive ? "; known to" + std::string(pm) + ", too close to the threshold to call" : "") +
+               ")";
+}
+
+std::string messages_text(const Goodput& a, const Goodput& b) {
+  char t[96];
+  std::snprintf(t, sizeof t, "%.0f and %.0f messages", a.messages, b.messages);
+  return t;
 }
 
 std::string window_text(double from, double to) { return "[" + seconds(from) + ", " + seconds(to) + "]"; }
@@ -73,24 +104,22 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
                                                                           : "baseline " + window_text(b0, b1));
         break;
       }
-      if (*b <= 0) {
+      if (b->bps <= 0) {
         out.detail = "baseline goodput is 0";
         break;
       }
-      const double ratio = *w / *b;
-      out.passed = ratio >= min;
-      out.detail = num(ratio) + (out.passed ? " >= " : " < ") + threshold(min) + " (" + num(*w / 1e9) + " / " +
-                   num(*b / 1e9) + " Gb/s)";
+      judge_ratio(out, w->bps / b->bps, min, w->resolution() + b->resolution(),
+                  num(w->bps / 1e9) + " / " + num(b->bps / 1e9) + " Gb/s, " + messages_text(*w, *b));
       break;
     }
     case Assertion::Metric::kRecoveryTime: {
       const double b0 = a.baseline_from_ns / 1e9, b1 = a.baseline_to_ns / 1e9, at = a.at_ns / 1e9;
       const auto b = mean_goodput(run, b0, b1);
-      if (!b || *b <= 0) {
+      if (!b || b->bps <= 0) {
         out.detail = !b ? "no interval lies inside the baseline " + window_text(b0, b1) : "baseline goodput is 0";
         break;
       }
-      const double level = a.fraction * *b;
+      const double level = a.fraction * b->bps;
       std::optional<double> recovered;
       for (const Interval& iv : run.intervals)
         if (iv.t0_s >= at - kEps && iv.goodput_bps >= level) {
@@ -135,10 +164,10 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
         out.detail = "no interval lies inside the window " + window_text(w0, w1);
         break;
       }
-      const double ratio = *go > 0 ? *g / *go : (*g > 0 ? std::numeric_limits<double>::infinity() : 0.0);
-      out.passed = ratio >= min;
-      out.detail = num(ratio) + (out.passed ? " >= " : " < ") + threshold(min) + " (" + num(*g / 1e9) + " / " +
-                   num(*go / 1e9) + " Gb/s)";
+      const double ratio =
+          go->bps > 0 ? g->bps / go->bps : (g->bps > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+      judge_ratio(out, ratio, min, go->bps > 0 ? g->resolution() + go->resolution() : 0,
+                  num(g->bps / 1e9) + " / " + num(go->bps / 1e9) + " Gb/s, " + messages_text(*g, *go));
       break;
     }
     case Assertion::Metric::kRetained: break;  // across runs, below
@@ -184,11 +213,24 @@ std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::v
           res.passed = true;
           res.detail = "one sweep value only: nothing to compare";
         } else {
-          res.passed = worst >= min;
+          // Every value must hold at its own resolution; the detail names the worst.
+          const Goodput f{first.goodput_bps, static_cast<double>(first.messages)};
+          bool failed = false, unresolved = false;
+          for (size_t i = 1; i < series.size(); ++i) {
+            AssertionResult each;
+            const Goodput g{series[i]->goodput_bps, static_cast<double>(series[i]->messages)};
+            judge_ratio(each, g.bps / f.bps, min, g.resolution() + f.resolution(), "");
+            failed |= !each.passed && !each.inconclusive;
+            unresolved |= each.inconclusive;
+          }
+          const Goodput w{worst_run->goodput_bps, static_cast<double>(worst_run->messages)};
           const std::string p = worst_run->sweep_parameter == "skew_ns" ? "skew" : worst_run->sweep_parameter;
-          res.detail = num(worst) + (res.passed ? " >= " : " < ") + threshold(min) + " (worst, at " + p + " " +
-                       detail::format_sweep_value(worst_run->sweep_parameter, worst_run->sweep_value) + "; all: " + all +
-                       ")";
+          judge_ratio(res, worst, min, w.resolution() + f.resolution(),
+                      "worst, at " + p + " " +
+                          detail::format_sweep_value(worst_run->sweep_parameter, worst_run->sweep_value) +
+                          ", " + messages_text(w, f) + "; all: " + all);
+          res.passed = !failed && !unresolved;
+          res.inconclusive = !failed && unresolved;
         }
         out.push_back(res);
       }

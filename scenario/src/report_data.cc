@@ -20,7 +20,7 @@
 //       "verified": bool, "verification": str, "verify_failures": uint,
 //       "latency": { "samples": uint, "min_us", "median_us", "avg_us",
 //                    "p99_us", "p999_us", "max_us": num },
-//       "intervals": [ { "t0_s", "t1_s", "goodput_bps": num, "retransmits": uint,
+//       "intervals": [ { "t0_s", "t1_s", "goodput_bps", "messages": num, "retransmits": uint,
 //                        "loss_seen": num, "plane_bytes": [num], "plane_utilisation": [num],
 //                        "queue_bytes": num, "ecn_marks": uint } ],
 //       "events": [ { "t_s": num, "label": str } ],   // RunResult::events (pairs)
@@ -31,12 +31,14 @@
 //           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
-//     "assertions": [ { "text": str, "passed": bool, "detail": str } ],
+//     "assertions": [ { "text": str, "passed": bool, "detail": str,
+//                       "inconclusive": bool } ],  // within its resolution of the threshold
 //     "derived": {                        // report_derive.cc, shown on the page
 //       "passed": bool,                   // Report::passed()
 //       "faithful": bool,                 // every live run kept up (Report::faithful())
 //       "verdict": "PASS" | "FAIL" | "INCONCLUSIVE",
-//       "assertions_total": uint, "assertions_failed": uint,
+//       "assertions_total": uint, "assertions_failed": uint,   // failed: definitely, not inconclusive
+//       "assertions_inconclusive": uint,
 //       "runs": [ {                       // same index as "runs"; keys only when defined
 //         "retained": num,                // sweep: goodput / goodput of the same job at the first sweep value
 //         "fault_from_s", "fault_to_s": num,   // first event .. last event (or end of run)
@@ -127,6 +129,7 @@ ojson to_json(const Report& r, const Derived& d) {
       x["t0_s"] = num_or_null(iv.t0_s);
       x["t1_s"] = num_or_null(iv.t1_s);
       x["goodput_bps"] = num_or_null(iv.goodput_bps);
+      x["messages"] = num_or_null(iv.messages);
       x["retransmits"] = iv.retransmits;
       x["loss_seen"] = num_or_null(iv.loss_seen);
       ojson pb = ojson::array(), pu = ojson::array();
@@ -173,7 +176,8 @@ ojson to_json(const Report& r, const Derived& d) {
   }
   j["runs"] = std::move(runs);
   ojson as = ojson::array();
-  for (const auto& a : r.assertions) as.push_back(ojson{{"text", a.text}, {"passed", a.passed}, {"detail", a.detail}});
+  for (const auto& a : r.assertions)
+    as.push_back(ojson{{"text", a.text}, {"passed", a.passed}, {"detail", a.detail}, {"inconclusive", a.inconclusive}});
   j["assertions"] = std::move(as);
   ojson dj;
   dj["passed"] = r.passed();
@@ -181,6 +185,7 @@ ojson to_json(const Report& r, const Derived& d) {
   dj["verdict"] = verdict_name(r.verdict());
   dj["assertions_total"] = r.assertions.size();
   dj["assertions_failed"] = d.failed;
+  dj["assertions_inconclusive"] = r.unresolved();
   ojson druns = ojson::array();
   for (const auto& rd : d.runs) {
     ojson o = ojson::object();

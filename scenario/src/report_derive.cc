@@ -45,7 +45,7 @@ Derived derive(const Report& r) {
   Derived d;
   d.sweep = has_sweep(r);
   d.parameter = sweep_parameter(r);
-  for (const auto& a : r.assertions) d.failed += a.passed ? 0 : 1;
+  d.failed = r.failed();
   for (const auto& run : r.runs) {
     if (std::find(d.jobs.begin(), d.jobs.end(), run.job) == d.jobs.end()) {
       d.jobs.push_back(run.job);

@@ -115,6 +115,15 @@ std::string report_html(const Report& r) {
     h << "</ul></div>\n";
   } else if (r.assertions.empty()) {
     h << "<div class=\"verdict none\">No assertions were checked</div>\n";
+  } else if (d.failed == 0 && r.unresolved() > 0) {
+    h << "<div class=\"verdict inconclusive\">INCONCLUSIVE: "
+      << dk("/derived/assertions_inconclusive", "assertions_inconclusive", static_cast<double>(r.unresolved()))
+      << " of " << dk("/derived/assertions_total", "assertions_total", static_cast<double>(r.assertions.size()))
+      << " assertions are within their measurement's resolution of the threshold: the windows held too few "
+         "messages to tell which side they are on<ul>";
+    for (const auto& a : r.assertions)
+      if (a.inconclusive) h << "<li>" << esc(a.text) << (a.detail.empty() ? "" : ": " + esc(a.detail)) << "</li>";
+    h << "</ul></div>\n";
   } else if (d.failed == 0) {
     h << "<div class=\"verdict pass\">PASS: all " << dk("/derived/assertions_total", "assertions_total",
                                                        static_cast<double>(r.assertions.size()))
@@ -125,7 +134,7 @@ std::string report_html(const Report& r) {
       << dk("/derived/assertions_total", "assertions_total", static_cast<double>(r.assertions.size()))
       << " assertions failed<ul>";
     for (const auto& a : r.assertions)
-      if (!a.passed) h << "<li>" << esc(a.text) << (a.detail.empty() ? "" : ": " + esc(a.detail)) << "</li>";
+      if (!a.passed && !a.inconclusive) h << "<li>" << esc(a.text) << (a.detail.empty() ? "" : ": " + esc(a.detail)) << "</li>";
     h << "</ul></div>\n";
   }
 
@@ -305,7 +314,7 @@ std::string report_html(const Report& r) {
   } else {
     h << "<table><thead><tr><th>assertion</th><th>result</th><th>detail</th></tr></thead><tbody>\n";
     for (const auto& a : r.assertions)
-      h << "<tr><td>" << esc(a.text) << "</td><td><span class=\"" << (a.passed ? "ok\">PASS" : "bad\">FAIL")
+      h << "<tr><td>" << esc(a.text) << "</td><td><span class=\"" << (a.passed ? "ok\">PASS" : a.inconclusive ? "warn\">TOO CLOSE" : "bad\">FAIL")
         << "</span></td><td>" << esc(a.detail) << "</td></tr>\n";
     h << "</tbody></table>";
   }

@@ -80,11 +80,12 @@ std::string summary_table(const Report& r) {
   if (r.assertions.empty()) {
     out += "\nno assertions\n";
   } else {
-    out += "\nassertions: " + std::to_string(r.assertions.size() - d.failed) + " of " +
-           std::to_string(r.assertions.size()) + " passed\n";
+    out += "\nassertions: " + std::to_string(r.assertions.size() - d.failed - r.unresolved()) + " of " +
+           std::to_string(r.assertions.size()) + " passed" +
+           (r.unresolved() ? ", " + std::to_string(r.unresolved()) + " too close to call" : std::string()) + "\n";
     for (const auto& a : r.assertions)
-      out += std::string(a.passed ? "  PASS  " : "  FAIL  ") + a.text + (a.detail.empty() ? "" : "  (" + a.detail + ")") +
-             "\n";
+      out += std::string(a.passed ? "  PASS  " : a.inconclusive ? "  CLOSE " : "  FAIL  ") + a.text +
+             (a.detail.empty() ? "" : "  (" + a.detail + ")") + "\n";
   }
   return out;
 }

@@ -127,7 +127,7 @@ LatencySummary summarise(std::vector<Nanos> v) {
 // Cumulative job counters at a sampling instant.
 struct JobSnapshot {
   double t_s = 0, clock_s = 0;
-  std::vector<uint64_t> bytes, retransmits, packets;  // per job
+  std::vector<uint64_t> bytes, messages, retransmits, packets;  // per job
 };
 
 struct SimJob {
@@ -307,6 +307,7 @@ class SimBackend final : public Backend {
         pkts += st.data_packets_sent;
       }
       js.bytes.push_back(j.work->bytes_completed());
+      js.messages.push_back(j.work->messages_completed());
       js.retransmits.push_back(retx);
       js.packets.push_back(pkts);
     }
@@ -386,6 +387,7 @@ class SimBackend final : public Backend {
         iv.t0_s = a.t_s;
         iv.t1_s = b.t_s;
         iv.goodput_bps = 8.0 * static_cast<double>(b.bytes[ji] - a.bytes[ji]) / dt;
+        iv.messages = static_cast<double>(b.messages[ji] - a.messages[ji]);
         iv.retransmits = b.retransmits[ji] - a.retransmits[ji];
         const uint64_t pkts = b.packets[ji] - a.packets[ji];
         iv.loss_seen = pkts > 0 ? static_cast<double>(iv.retransmits) / static_cast<double>(pkts) : 0;

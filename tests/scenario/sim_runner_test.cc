@@ -362,9 +362,11 @@ RunResult flat_run(const std::string& job, double before, double during, double 
     iv.t0_s = i * 0.5;
     iv.t1_s = iv.t0_s + 0.5;
     iv.goodput_bps = iv.t0_s < 2 ? before : iv.t0_s < 3 ? during : after;
+    iv.messages = 1e6;  // plenty: every figure is known to 1 ppm or better
     r.intervals.push_back(iv);
   }
   r.goodput_bps = (4 * before + 2 * during + 2 * after) / 8;
+  r.messages = 8'000'000;
   return r;
 }
 
@@ -387,11 +389,11 @@ TEST(Assertions, GoodputRatio) {
   ASSERT_EQ(res.size(), 1u);
   EXPECT_TRUE(res[0].passed);
   EXPECT_EQ(res[0].text, "goodput_ratio metaroce [2s,3s]/[0.5s,2s] >= 0.7");
-  EXPECT_EQ(res[0].detail, "0.750 >= 0.7 (75.000 / 100.000 Gb/s)");
+  EXPECT_EQ(res[0].detail, "0.750 >= 0.7 (75.000 / 100.000 Gb/s, 2000000 and 3000000 messages)");
   runs[0] = flat_run("metaroce", 100e9, 50e9, 100e9);
   res = evaluate_assertions(s, runs);
   EXPECT_FALSE(res[0].passed);
-  EXPECT_EQ(res[0].detail, "0.500 < 0.7 (50.000 / 100.000 Gb/s)");
+  EXPECT_EQ(res[0].detail, "0.500 < 0.7 (50.000 / 100.000 Gb/s, 2000000 and 3000000 messages)");
   // No run of the job.
   res = evaluate_assertions(s, {flat_run("rocev2", 1, 1, 1)});
   ASSERT_EQ(res.size(), 1u);
@@ -455,13 +457,56 @@ TEST(Assertions, CompareInAWindowAndOverTheWholeRun) {
   auto res = evaluate_assertions(s, runs);
   ASSERT_EQ(res.size(), 2u);
   EXPECT_TRUE(res[0].passed);
-  EXPECT_EQ(res[0].detail, "3.000 >= 1.5 (75.000 / 25.000 Gb/s)");
+  EXPECT_EQ(res[0].detail, "3.000 >= 1.5 (75.000 / 25.000 Gb/s, 2000000 and 2000000 messages)");
   EXPECT_EQ(res[1].text, "compare metaroce/rocev2 >= 1.5");
   EXPECT_FALSE(res[1].passed);  // 93.75 / 81.25
-  EXPECT_EQ(res[1].detail, "1.154 < 1.5 (93.750 / 81.250 Gb/s)");
+  EXPECT_EQ(res[1].detail, "1.154 < 1.5 (93.750 / 81.250 Gb/s, 8000000 and 8000000 messages)");
   res = evaluate_assertions(s, {runs[0]});
   EXPECT_FALSE(res[0].passed);
   EXPECT_EQ(res[0].detail, "no run of job rocev2");
+}
+
+// Goodput counts whole messages, so a figure from n messages is known to
+// +-1/n of itself. A ratio whose range straddles the threshold is neither PASS
+// nor FAIL: the report says INCONCLUSIVE (too close to call), and a run is
+// judged only when the window held enough messages.
+TEST(Assertions, TooFewMessagesToTellWhichSideIsInconclusive) {
+  const Scenario s = with_assertions("  - {metric: compare, job: metaroce, other: rocev2, window: [2s, 3s], min: 1.05}\n");
+  std::vector<RunResult> runs = {flat_run("metaroce", 100e9, 104e9, 100e9), flat_run("rocev2", 100e9, 100e9, 100e9)};
+  for (auto& r : runs)
+    for (auto& iv : r.intervals) iv.messages = 50;  // 100 per job in the window: +-1% each, +-2% on the ratio
+  auto res = evaluate_assertions(s, runs);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_TRUE(res[0].inconclusive) << res[0].detail;
+  EXPECT_EQ(res[0].detail,
+            "1.040 ~ 1.05 (104.000 / 100.000 Gb/s, 100 and 100 messages; known to +- 0.021, too close to the threshold "
+            "to call)");
+  Report rep;
+  rep.runs = runs;
+  rep.assertions = res;
+  EXPECT_EQ(rep.verdict(), Report::Verdict::kInconclusive);
+  EXPECT_EQ(rep.failed(), 0u);
+  EXPECT_EQ(rep.unresolved(), 1u);
+  // The same figures from 10x the messages are decided: FAIL.
+  for (auto& r : runs)
+    for (auto& iv : r.intervals) iv.messages = 500;
+  res = evaluate_assertions(s, runs);
+  EXPECT_FALSE(res[0].passed);
+  EXPECT_FALSE(res[0].inconclusive) << res[0].detail;
+  rep.assertions = res;
+  EXPECT_EQ(rep.verdict(), Report::Verdict::kFail);
+  // And clearly above the threshold at the coarse resolution: PASS.
+  runs[0] = flat_run("metaroce", 100e9, 110e9, 100e9);
+  for (auto& iv : runs[0].intervals) iv.messages = 50;
+  res = evaluate_assertions(s, runs);
+  EXPECT_TRUE(res[0].passed) << res[0].detail;
+  EXPECT_FALSE(res[0].inconclusive);
+  // No message at all in the window: nothing can be told.
+  for (auto& r : runs)
+    for (auto& iv : r.intervals) iv.messages = 0;
+  res = evaluate_assertions(s, runs);
+  EXPECT_TRUE(res[0].inconclusive) << res[0].detail;
 }
 
 TEST(Assertions, RetainedAcrossSweepValuesPerJob) {
@@ -481,10 +526,10 @@ TEST(Assertions, RetainedAcrossSweepValuesPerJob) {
   ASSERT_EQ(res.size(), 2u);
   EXPECT_EQ(res[0].text, "retained all >= 0.8 [metaroce]");
   EXPECT_TRUE(res[0].passed);
-  EXPECT_EQ(res[0].detail, "0.850 >= 0.8 (worst, at loss 5%; all: 0.950, 0.850)");
+  EXPECT_EQ(res[0].detail, "0.850 >= 0.8 (worst, at loss 5%, 8000000 and 8000000 messages; all: 0.950, 0.850)");
   EXPECT_EQ(res[1].text, "retained all >= 0.8 [rocev2]");
   EXPECT_FALSE(res[1].passed);
-  EXPECT_EQ(res[1].detail, "0.200 < 0.8 (worst, at loss 5%; all: 0.600, 0.200)");
+  EXPECT_EQ(res[1].detail, "0.200 < 0.8 (worst, at loss 5%, 8000000 and 8000000 messages; all: 0.600, 0.200)");
 }
 
 // ---------------------------------------------------------------- shipped

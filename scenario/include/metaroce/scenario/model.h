@@ -151,6 +151,9 @@ struct Scenario {
 struct Interval {
   double t0_s = 0, t1_s = 0;        // scenario time (sim: already divided by time_scale)
   double goodput_bps = 0;           // scenario-time rate for live; simulated rate for sim
+  // Messages completed in the interval. Goodput counts whole messages, so a
+  // figure over n messages is known to +-1/n of itself (assertions.cc).
+  double messages = 0;
   uint64_t retransmits = 0;
   double loss_seen = 0;             // retransmits / data packets in the interval
   std::vector<double> plane_bytes;  // bytes forwarded per plane (ECMP hops) in the interval
@@ -213,6 +216,9 @@ struct AssertionResult {
   std::string text;
   bool passed = false;
   std::string detail;               // the measured value against the threshold
+  // The measured value lies within its own resolution of the threshold (too few
+  // messages in the window to tell which side it is on): neither PASS nor FAIL.
+  bool inconclusive = false;
 };
 
 struct Report {
@@ -236,10 +242,26 @@ struct Report {
       if (!r.fidelity.faithful()) return false;
     return true;
   }
+  size_t failed() const {  // assertions that definitely failed
+    size_t n = 0;
+    for (const auto& a : assertions) n += !a.passed && !a.inconclusive;
+    return n;
+  }
+  size_t unresolved() const {  // assertions too close to their threshold to call
+    size_t n = 0;
+    for (const auto& a : assertions) n += a.inconclusive;
+    return n;
+  }
   // PASS and FAIL only when every run was a faithful measurement; otherwise
-  // INCONCLUSIVE, whatever the assertions say.
+  // INCONCLUSIVE, whatever the assertions say. A faithful run with a failed
+  // assertion is FAIL; one whose only doubt is an assertion within the
+  // measurement's resolution of its threshold is INCONCLUSIVE too.
   enum class Verdict { kPass, kFail, kInconclusive };
-  Verdict verdict() const { return !faithful() ? Verdict::kInconclusive : passed() ? Verdict::kPass : Verdict::kFail; }
+  Verdict verdict() const {
+    if (!faithful()) return Verdict::kInconclusive;
+    if (failed() > 0) return Verdict::kFail;
+    return unresolved() > 0 ? Verdict::kInconclusive : Verdict::kPass;
+  }
 };
 
 inline const char* verdict_name(Report::Verdict v) {
