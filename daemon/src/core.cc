@@ -50,7 +50,12 @@ v1::PathState to_proto(transport::PathState s) {
 }
 
 grpc::Status invalid(const std::string& field, const std::string& what) {
-  return {grpc::StatusCode::INVALID_ARGUMENT, field + ": " + what};
+  // Request strings are bounded (request_limits.h); this keeps any message
+  // well inside gRPC's metadata limit whatever a caller echoes into it.
+  constexpr size_t kMaxMessage = 1024;
+  std::string m = field + ": " + what;
+  if (m.size() > kMaxMessage) m = m.substr(0, kMaxMessage) + "...";
+  return {grpc::StatusCode::INVALID_ARGUMENT, m};
 }
 
 // ------------------------------------------------------------------ peers

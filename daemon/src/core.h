@@ -165,6 +165,9 @@ class DaemonCore {
   std::map<uint64_t, std::shared_ptr<JobRecord>> jobs_;
   uint64_t next_job_ = 1;
   std::atomic<bool> shutting_down_{false};
+
+ public:
+  std::atomic<int> watch_streams{0};  // open Watch streams (services.cc bounds them)
 };
 
 grpc::Status invalid(const std::string& field, const std::string& what);

@@ -1,5 +1,7 @@
 #include "services.h"
 
+#include "request_limits.h"
+
 #include <thread>
 
 namespace metaroce::daemon {
@@ -8,34 +10,55 @@ namespace {
 const grpc::Status kUnauthenticated{grpc::StatusCode::UNAUTHENTICATED,
                                     "authorization: missing or wrong bearer token (metadata 'authorization: Bearer <token>')"};
 
-#define METAROCE_AUTH(ctx) \
-  if (!core_.authorized(ctx)) return kUnauthenticated
+// Every call: the token first, then the bounds on every string in the request
+// (request_limits.h), before anything reaches DaemonCore.
+#define METAROCE_AUTH(ctx, req)                       \
+  if (!core_.authorized(ctx)) return kUnauthenticated; \
+  if (auto bounds = check_request_strings(*(req)); !bounds.ok()) return bounds
+
+// One open Watch stream, counted against kMaxWatchStreams for its lifetime.
+class WatchSlot {
+ public:
+  explicit WatchSlot(std::atomic<int>& open) : open_(open), held_(open.fetch_add(1) < kMaxWatchStreams) {}
+  ~WatchSlot() { open_.fetch_sub(1); }
+  bool held() const { return held_; }
+  static grpc::Status refused() {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "Watch: at most " + std::to_string(kMaxWatchStreams) + " streams may be open at once; close one first"};
+  }
+
+ private:
+  std::atomic<int>& open_;
+  bool held_;
+};
 
 class DaemonService final : public v1::Daemon::Service {
  public:
   explicit DaemonService(DaemonCore& core) : core_(core) {}
-  grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest*, v1::DaemonInfo* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status GetInfo(grpc::ServerContext* ctx, const v1::GetInfoRequest* req, v1::DaemonInfo* out) override {
+    METAROCE_AUTH(ctx, req);
     core_.info(out);
     return grpc::Status::OK;
   }
-  grpc::Status GetConfig(grpc::ServerContext* ctx, const v1::GetConfigRequest*, v1::DaemonConfig* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status GetConfig(grpc::ServerContext* ctx, const v1::GetConfigRequest* req, v1::DaemonConfig* out) override {
+    METAROCE_AUTH(ctx, req);
     out->set_yaml(daemon_config_yaml(core_.config()));
     out->set_json(daemon_config_json(core_.config()));
     return grpc::Status::OK;
   }
-  grpc::Status ListPorts(grpc::ServerContext* ctx, const v1::ListPortsRequest*, v1::ListPortsResponse* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status ListPorts(grpc::ServerContext* ctx, const v1::ListPortsRequest* req, v1::ListPortsResponse* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.ports(out);
   }
-  grpc::Status GetCounters(grpc::ServerContext* ctx, const v1::GetCountersRequest*, v1::Counters* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status GetCounters(grpc::ServerContext* ctx, const v1::GetCountersRequest* req, v1::Counters* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.counters(out);
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                      grpc::ServerWriter<v1::WatchEvent>* writer) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
+    const WatchSlot slot(core_.watch_streams);
+    if (!slot.held()) return WatchSlot::refused();
     int64_t interval = req->interval_ns() == 0 ? 1'000'000'000 : req->interval_ns();
     if (interval < 10'000'000 || interval > 60'000'000'000)
       return invalid("interval_ns", "must be in [10 ms, 60 s] = [10000000, 60000000000] (got " + std::to_string(interval) + ")");
@@ -66,20 +89,20 @@ class ConnectionsService final : public v1::Connections::Service {
  public:
   explicit ConnectionsService(DaemonCore& core) : core_(core) {}
   grpc::Status Create(grpc::ServerContext* ctx, const v1::CreateConnectionRequest* req, v1::ConnectionInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.create_connection(*req, 0, 0, out);
   }
-  grpc::Status List(grpc::ServerContext* ctx, const v1::ListConnectionsRequest*, v1::ListConnectionsResponse* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListConnectionsRequest* req, v1::ListConnectionsResponse* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.list_connections(out);
   }
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetConnectionRequest* req, v1::ConnectionInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.get_connection(req->id(), out);
   }
   grpc::Status Delete(grpc::ServerContext* ctx, const v1::DeleteConnectionRequest* req,
                       v1::DeleteConnectionResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     bool released = false;
     grpc::Status s = core_.delete_connection(req->id(), &released);
     out->set_peer_released(released);
@@ -94,15 +117,15 @@ class PeerService final : public v1::Peer::Service {
  public:
   explicit PeerService(DaemonCore& core) : core_(core) {}
   grpc::Status Accept(grpc::ServerContext* ctx, const v1::AcceptRequest* req, v1::AcceptResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.accept(*req, out);
   }
   grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req, v1::ReleaseResponse*) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.release(req->responder_id());
   }
   grpc::Status Verify(grpc::ServerContext* ctx, const v1::VerifyRequest* req, v1::VerifyResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.verify(*req, out);
   }
 
@@ -113,17 +136,17 @@ class PeerService final : public v1::Peer::Service {
 class MemoryService final : public v1::Memory::Service {
  public:
   explicit MemoryService(DaemonCore& core) : core_(core) {}
-  grpc::Status List(grpc::ServerContext* ctx, const v1::ListRegionsRequest*, v1::ListRegionsResponse* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListRegionsRequest* req, v1::ListRegionsResponse* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.list_regions(out);
   }
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRegionRequest* req, v1::RegionInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.register_region(*req, out);
   }
   grpc::Status Deregister(grpc::ServerContext* ctx, const v1::DeregisterRegionRequest* req,
                           v1::DeregisterRegionResponse*) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.deregister_region(req->key());
   }
 
@@ -134,29 +157,29 @@ class MemoryService final : public v1::Memory::Service {
 class FabricService final : public v1::Fabric::Service {
  public:
   explicit FabricService(DaemonCore& core) : core_(core) {}
-  grpc::Status Show(grpc::ServerContext* ctx, const v1::ShowFabricRequest*, v1::FabricState* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status Show(grpc::ServerContext* ctx, const v1::ShowFabricRequest* req, v1::FabricState* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_show(out);
   }
   grpc::Status Set(grpc::ServerContext* ctx, const v1::SetLinksRequest* req, v1::SetLinksResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_set(req->selector(), req->patch(), out);
   }
   grpc::Status Down(grpc::ServerContext* ctx, const v1::LinkStateRequest* req, v1::SetLinksResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_up_down(req->selector(), false, out);
   }
   grpc::Status Up(grpc::ServerContext* ctx, const v1::LinkStateRequest* req, v1::SetLinksResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_up_down(req->selector(), true, out);
   }
-  grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetFabricRequest*, v1::SetLinksResponse* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetFabricRequest* req, v1::SetLinksResponse* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_reset(out);
   }
   grpc::Status LoadTimeline(grpc::ServerContext* ctx, const v1::LoadTimelineRequest* req,
                             v1::LoadTimelineResponse* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.fabric_timeline(*req, out);
   }
 
@@ -168,24 +191,26 @@ class TrafficService final : public v1::Traffic::Service {
  public:
   explicit TrafficService(DaemonCore& core) : core_(core) {}
   grpc::Status Start(grpc::ServerContext* ctx, const v1::StartJobRequest* req, v1::JobInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.start_job(req->spec(), out);
   }
   grpc::Status Stop(grpc::ServerContext* ctx, const v1::StopJobRequest* req, v1::JobInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.stop_job(req->id(), out);
   }
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* out) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
     return core_.get_job(req->id(), out);
   }
-  grpc::Status List(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* out) override {
-    METAROCE_AUTH(ctx);
+  grpc::Status List(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* out) override {
+    METAROCE_AUTH(ctx, req);
     return core_.list_jobs(out);
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                      grpc::ServerWriter<v1::JobProgress>* writer) override {
-    METAROCE_AUTH(ctx);
+    METAROCE_AUTH(ctx, req);
+    const WatchSlot slot(core_.watch_streams);
+    if (!slot.held()) return WatchSlot::refused();
     size_t seen = 0;
     std::atomic<bool> cancelled{false};
     for (;;) {

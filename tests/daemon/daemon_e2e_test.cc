@@ -378,6 +378,11 @@ TEST(DaemonE2E, BadRequestsGetTheRightCodeAndTheDaemonKeepsServing) {
       {"fab", {"fabric", "set", "--plane", "9", "--loss", "1%"}, 3, "INVALID_ARGUMENT", "selector.plane"},
       {"fab", {"fabric", "set", "--ecmp", "2", "--loss", "1%"}, 3, "INVALID_ARGUMENT", "selector.ecmp"},
       {"fab", {"fabric", "down", "--hosts", "0,5"}, 3, "INVALID_ARGUMENT", "host"},
+      // Every string of every request is bounded before it is stored or echoed (request_limits.h).
+      {"h0", {"traffic", "start", "--peer", "unix:///" + std::string(4000, 'p')}, 3, "INVALID_ARGUMENT",
+       "spec.peers[0]: at most 256 bytes (got 4008"},
+      {"h0", {"connection", "create", "--peer", "unix:///x\ny"}, 3, "INVALID_ARGUMENT",
+       "peer_address: must not hold control characters"},
   };
   for (const auto& c : cases) {
     const Ctl r = lab.ctl(c.who, c.args);

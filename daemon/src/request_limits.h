@@ -1,0 +1,33 @@
+// Bounds on what a gRPC request may carry, checked once for every call before
+// it reaches DaemonCore, and on how much of a bad value an error quotes. A
+// string is an address, a name, a label or an enum-like word; none needs more
+// than kMaxRequestStringBytes, and an unbounded one would be stored and echoed
+// back (in connection lists, counters and error messages) to every client.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/grpcpp.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace metaroce::daemon {
+
+inline constexpr size_t kMaxRequestStringBytes = 256;   // every string field, in bytes
+inline constexpr size_t kMaxRepeatedStrings = 64;       // every repeated string field, in entries
+inline constexpr size_t kMaxQuotedValueChars = 64;      // how much of a bad value an error message quotes
+// Open Watch streams (Daemon.Watch and Traffic.Watch together). The synchronous
+// server holds a thread per open stream; 2,000 streams used 2,014 threads.
+inline constexpr int kMaxWatchStreams = 64;
+
+// OK, or INVALID_ARGUMENT naming the first string field (its path, e.g.
+// "spec.peers[3]") that is longer than kMaxRequestStringBytes, holds a control
+// character, or is one of more than kMaxRepeatedStrings entries.
+grpc::Status check_request_strings(const google::protobuf::Message& request);
+
+// 'value' for an error message: at most kMaxQuotedValueChars characters, control
+// characters shown as '?', and "... (N bytes)" when cut.
+std::string quote_value(std::string_view value);
+
+}  // namespace metaroce::daemon
