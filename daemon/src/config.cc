@@ -263,7 +263,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       r.expect_map(n, "endpoint",
                    {"datapath", "interfaces", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
                     "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "busy_poll",
-                    "max_connections", "max_region_bytes"});
+                    "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
       if (n["address"]) e.ip = r.ipv4(n["address"], "endpoint.address");
@@ -285,6 +285,11 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
         e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
       if (n["max_region_bytes"])
         e.max_region_bytes = r.uint(n["max_region_bytes"], "endpoint.max_region_bytes", 64 << 10, 4ull << 30);
+      if (n["memory_budget_bytes"])
+        e.memory_budget_bytes = r.uint(n["memory_budget_bytes"], "endpoint.memory_budget_bytes", 1ull << 20, 1ull << 40);
+      if (n["half_open_timeout_ns"])
+        e.half_open_timeout_ns =
+            r.duration_ns(n["half_open_timeout_ns"], "endpoint.half_open_timeout_ns", 1'000'000'000, 3'600'000'000'000);
     }
     const YAML::Node at = n ? n : root;
     if (e.interfaces.empty()) r.fail(at, "endpoint.interfaces", "is required (one interface per plane, 1 to 16), or lab.host");
@@ -412,7 +417,9 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"inbound_capacity_bps", e.inbound_capacity_bps},
                      {"busy_poll", e.busy_poll},
                      {"max_connections", e.max_connections},
-                     {"max_region_bytes", e.max_region_bytes}};
+                     {"max_region_bytes", e.max_region_bytes},
+                     {"memory_budget_bytes", e.memory_budget_bytes},
+                     {"half_open_timeout_ns", e.half_open_timeout_ns}};
   }
   if (c.fabric) {
     const auto& f = *c.fabric;

@@ -101,7 +101,8 @@ void PeerDialer::prepare(grpc::ClientContext* ctx, int timeout_ms) const {
 
 DaemonCore::DaemonCore(DaemonConfig config, bool insecure)
     : config_(std::move(config)), insecure_(insecure), token_(read_token(config_.control.token_file, "control.token_file", &token_error_)),
-      dialer_(config_.control) {
+      dialer_(config_.control),
+      memory_budget_(config_.endpoint ? config_.endpoint->memory_budget_bytes : 0) {
   started_ns_ = datapath::monotonic_ns();
 }
 
@@ -121,12 +122,82 @@ std::string DaemonCore::start() {
     if (!endpoint_) return err;
     spdlog::info("endpoint: {} {} on {} planes ({})", lab::ip_to_string(config_.endpoint->ip),
                  lab::mac_to_string(endpoint_->config().mac), endpoint_->planes(), config_.endpoint->datapath);
+    housekeeping_ = std::thread([this] {
+      std::unique_lock<std::mutex> lk(housekeeping_mu_);
+      while (!housekeeping_cv_.wait_for(lk, std::chrono::seconds(1), [this] { return housekeeping_stop_; })) {
+        lk.unlock();
+        expire_half_open(datapath::monotonic_ns());
+        lk.lock();
+      }
+    });
   }
   return {};
 }
 
+size_t DaemonCore::expire_half_open(int64_t now_ns) {
+  if (!endpoint_) return 0;
+  const int64_t period = config_.endpoint->half_open_timeout_ns;
+  struct Due {
+    uint32_t id, requester_id;
+    std::string address;
+  };
+  std::vector<Due> due;
+  {
+    std::lock_guard<std::mutex> g(conns_mu_);
+    for (const auto& [id, r] : conns_)
+      if (!r.requester && now_ns - r.checked_ns >= period) due.push_back({id, r.remote_id, r.peer_address});
+  }
+  size_t released = 0;
+  for (const Due& d : due) {
+    grpc::ClientContext ctx;
+    dialer_.prepare(&ctx, 2000);
+    v1::GetConnectionRequest q;
+    q.set_id(d.requester_id);
+    v1::ConnectionInfo info;
+    const grpc::Status s = v1::Connections::NewStub(dialer_.channel(d.address))->Get(&ctx, q, &info);
+    // The requester still has its half when it answers with a requester record
+    // that points back at this one.
+    const bool alive = s.ok() && info.role() == "requester" && info.remote_id() == d.id;
+    bool expire = false;
+    std::string why;
+    {
+      std::lock_guard<std::mutex> g(conns_mu_);
+      auto it = conns_.find(d.id);
+      if (it == conns_.end()) continue;  // released meanwhile
+      ConnectionRecord& r = it->second;
+      r.checked_ns = now_ns;
+      if (alive) {
+        r.unanswered_ns = 0;
+      } else if (s.ok() || s.error_code() == grpc::StatusCode::NOT_FOUND) {
+        expire = true;
+        why = "the requester no longer has it";
+      } else {
+        if (r.unanswered_ns == 0) r.unanswered_ns = now_ns;
+        if (now_ns - r.unanswered_ns >= period) {
+          expire = true;
+          why = "the requester has not answered for " + std::to_string((now_ns - r.unanswered_ns) / 1'000'000) +
+                " ms (" + s.error_message().substr(0, 80) + ")";
+        }
+      }
+    }
+    if (!expire) continue;
+    if (release(d.id).ok()) {
+      ++released;
+      half_open_expired_.fetch_add(1);
+      spdlog::warn("connection {}: accepted from {} but half-open, released: {}", d.id, d.address.substr(0, 80), why);
+    }
+  }
+  return released;
+}
+
 void DaemonCore::shutdown() {
   if (shutting_down_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> g(housekeeping_mu_);
+    housekeeping_stop_ = true;
+  }
+  housekeeping_cv_.notify_all();
+  if (housekeeping_.joinable()) housekeeping_.join();
   // Jobs first: they stop posting, drain and release their connections.
   std::vector<std::shared_ptr<JobRecord>> jobs;
   {
@@ -431,6 +502,14 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
     if (conns_.size() >= config_.endpoint->max_connections)
       return {grpc::StatusCode::RESOURCE_EXHAUSTED, "connections: endpoint.max_connections reached"};
   }
+  // The responder's target region and receive buffers (Responder::create), held
+  // against the budget for as long as the connection lives.
+  const SlotLayout layout = make_layout(params.streams(), params.queue_depth(), params.max_message_bytes());
+  const uint64_t responder_bytes =
+      layout.target_bytes() + uint64_t{params.streams()} * 2 * params.queue_depth() * req.recv_message_bytes();
+  std::string budget_error;
+  auto reservation = memory_budget_.reserve(responder_bytes, "accepting this connection", &budget_error);
+  if (!reservation) return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_error};
   const uint32_t id = allocate_id();
   const uint32_t planes =
       std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
@@ -484,6 +563,8 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
     rec.rkey = r->responder->target_rkey();
     rec.remote_length = r->responder->target_bytes();
     rec.responder = r->responder;
+    rec.memory = std::make_shared<MemoryBudget::Reservation>(std::move(*reservation));
+    rec.checked_ns = datapath::monotonic_ns();
   }
   out->set_responder_name(config_.name);
   out->set_responder_endpoint(lab::ip_to_string(config_.endpoint->ip));
@@ -705,7 +786,11 @@ grpc::Status DaemonCore::register_region(const v1::RegisterRegionRequest& req, v
       if (a == name) access |= bit, known = true;
     if (!known) return invalid("access", "must be among local_write, remote_write, remote_read, remote_atomic (got '" + a + "')");
   }
+  std::string budget_error;
+  auto reservation = memory_budget_.reserve(req.length_bytes(), "this region", &budget_error);
+  if (!reservation) return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_error};
   auto region = std::make_shared<Region>();
+  region->memory = std::move(*reservation);
   region->bytes.assign(req.length_bytes(), 0);
   region->access = access;
   auto key = std::make_shared<std::optional<uint32_t>>();

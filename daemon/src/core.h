@@ -20,6 +20,7 @@
 
 #include "endpoint_runtime.h"
 #include "fabric_runtime.h"
+#include "memory_budget.h"
 #include "metaroce/daemon/config.h"
 #include "metaroce/daemon/traffic.h"
 #include "metaroce/v1/connection.grpc.pb.h"
@@ -57,6 +58,9 @@ struct ConnectionRecord {
   uint64_t remote_addr = 0, remote_length = 0;
   uint32_t rkey = 0;
   std::shared_ptr<Responder> responder;  // responder side; lives on the worker
+  std::shared_ptr<MemoryBudget::Reservation> memory;  // responder side: its regions' share of the budget
+  int64_t checked_ns = 0;      // responder side, monotonic: when the requester was last asked or accepted us
+  int64_t unanswered_ns = 0;   // responder side: since when the requester has not answered (0 = it answers)
 };
 
 struct JobRecord;
@@ -117,6 +121,15 @@ class DaemonCore {
   void running_progress(const std::vector<uint64_t>& ids, std::vector<v1::JobProgress>* out);
 
   EndpointRuntime* endpoint() { return endpoint_.get(); }
+  const MemoryBudget& memory_budget() const { return memory_budget_; }
+  uint64_t half_open_expired() const { return half_open_expired_.load(); }
+  // Half-open connections: every endpoint.half_open_timeout_ns, each responder
+  // half asks its requester daemon (Connections.Get of the requester's id)
+  // whether the other half exists. It is released when the requester says
+  // NOT_FOUND, or has not answered for half_open_timeout_ns. now_ns is
+  // monotonic; the housekeeping thread calls this once a second. Returns how
+  // many halves it released.
+  size_t expire_half_open(int64_t now_ns);
   FabricRuntime* fabric() { return fabric_.get(); }
   int64_t uptime_ns() const;
 
@@ -156,7 +169,15 @@ class DaemonCore {
     std::vector<uint8_t> bytes;
     uint32_t key = 0;
     uint32_t access = 0;
+    MemoryBudget::Reservation memory;
   };
+  MemoryBudget memory_budget_;
+  std::atomic<uint64_t> half_open_expired_{0};
+  // Housekeeping (half-open expiry), control plane only.
+  std::thread housekeeping_;
+  std::mutex housekeeping_mu_;
+  std::condition_variable housekeeping_cv_;
+  bool housekeeping_stop_ = false;
   std::mutex regions_mu_;
   std::map<uint32_t, std::shared_ptr<Region>> regions_;
 

@@ -83,6 +83,14 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
   };
   add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
   add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);
+  if (core.config().endpoint) {
+    add("memory_budget_bytes", {}, static_cast<double>(core.memory_budget().limit()),
+        "Memory the daemon may register for callers (endpoint.memory_budget_bytes)", false);
+    add("memory_reserved_bytes", {}, static_cast<double>(core.memory_budget().used()),
+        "Memory registered for callers now: operator regions, accepted connections, job buffers", false);
+    add("connections_expired_total", {}, static_cast<double>(core.half_open_expired()),
+        "Accepted connections released because nothing arrived within endpoint.half_open_timeout_ns");
+  }
   if (EndpointRuntime* ep = core.endpoint()) {
     std::vector<PortSnapshot> ports;
     if (ep->snapshot_ports(&ports))

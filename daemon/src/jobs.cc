@@ -226,6 +226,19 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   ds.max_message_bytes = conns[0].params().max_message_bytes();  // same slot size as the responders
   std::vector<DriverConnection> dcs;
   for (const auto& c : conns) dcs.push_back({c.id(), c.remote_addr(), c.rkey(), c.remote_length_bytes()});
+  // The driver's local buffers (one slot layout per connection), held against
+  // the memory budget until the job ends.
+  std::string budget_error;
+  auto job_memory = memory_budget_.reserve(
+      make_layout(ds.streams, ds.queue_depth, ds.max_message_bytes).bytes() * conns.size(), "this job's buffers",
+      &budget_error);
+  if (!job_memory) {
+    teardown(nullptr);
+    job->result.set_first_error(budget_error);
+    set_state(v1::JOB_STATE_FAILED, budget_error);
+    finish(v1::JOB_STATE_FAILED);
+    return;
+  }
   struct Created {
     std::shared_ptr<TrafficDriver> driver;
     std::string error;

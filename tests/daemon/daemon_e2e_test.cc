@@ -524,3 +524,81 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+// Unprivileged: two daemons on the UDP datapath over loopback. Memory registered
+// for callers is bounded by endpoint.memory_budget_bytes, and an accepted
+// connection whose requester daemon died is released (issue 11, finding 4).
+TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
+  const fs::path dir = fs::temp_directory_path() / ("mrlim-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const int base = 20000 + (getpid() + 7919) % 20000;
+  auto write_cfg = [&](const std::string& name, int h) {
+    std::ofstream(dir / (name + ".yaml"))
+        << "name: " << name << "\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / (name + ".sock")).string()
+        << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1 << "\n  udp_port: " << base
+        << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n  memory_budget_bytes: 50331648\n  half_open_timeout_ns: 1s\n";
+  };
+  write_cfg("a", 0);
+  write_cfg("b", 1);
+  const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
+  const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
+  auto addr = [&](const std::string& n) { return "unix://" + (dir / (n + ".sock")).string(); };
+  auto ctl = [&](const std::string& n, std::vector<std::string> args) {
+    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", addr(n)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto res = ml::run_command(argv);
+    return Ctl{res.status, res.out, res.err};
+  };
+  auto gauge = [&](const std::string& n, const std::string& name) -> double {
+    const json j = ctl(n, {"-o", "json", "counters"}).j();
+    for (const auto& c : j["counters"])
+      if (c["name"] == name) return c["value"].get<double>();
+    return -1;
+  };
+  bool ready = false, exited = false;
+  for (int i = 0; i < 300 && !ready && !exited; ++i) {
+    ready = ctl("a", {"status"}).status == 0 && ctl("b", {"status"}).status == 0;
+    exited = waitpid(a, nullptr, WNOHANG) == a || waitpid(b, nullptr, WNOHANG) == b;  // a bad config: stop waiting
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp((dir / "a.log").string()) << slurp((dir / "b.log").string());
+  EXPECT_EQ(gauge("b", "memory_budget_bytes"), 48.0 * (1 << 20));
+  EXPECT_EQ(gauge("b", "memory_reserved_bytes"), 0.0);
+
+  // A 40 MiB region fits; a connection (a 32 MiB target region at the defaults) then does not.
+  const Ctl reg = ctl("b", {"-o", "json", "memory", "register", "--length", "40M"});
+  ASSERT_EQ(reg.status, 0) << reg.err;
+  EXPECT_EQ(gauge("b", "memory_reserved_bytes"), 40.0 * (1 << 20));
+  const Ctl refused = ctl("a", {"connection", "create", "--peer", addr("b")});
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find("RESOURCE_EXHAUSTED"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("endpoint.memory_budget_bytes"), std::string::npos) << refused.err;
+  const Ctl again = ctl("b", {"memory", "register", "--length", "9M"});
+  EXPECT_NE(again.err.find("endpoint.memory_budget_bytes"), std::string::npos) << again.err;
+  ASSERT_EQ(ctl("b", {"memory", "deregister", std::to_string(num(reg.j()["key"]))}).status, 0);
+  EXPECT_EQ(gauge("b", "memory_reserved_bytes"), 0.0);
+
+  // With the region gone the connection fits; while its requester lives it stays.
+  const Ctl created = ctl("a", {"connection", "create", "--peer", addr("b")});
+  ASSERT_EQ(created.status, 0) << created.err;
+  EXPECT_GT(gauge("b", "memory_reserved_bytes"), 32.0 * (1 << 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two expiry checks: the requester answers
+  EXPECT_EQ(ctl("b", {"-o", "json", "connection", "list"}).j()["connections"].size(), 1u);
+  EXPECT_EQ(gauge("b", "connections_expired_total"), 0.0);
+
+  // The requester dies without releasing: b asks, gets no answer for 1 s, and releases the half.
+  kill(a, SIGKILL);
+  waitpid(a, nullptr, 0);
+  bool expired = false;
+  for (int i = 0; i < 100 && !expired; ++i) {  // bounded: 10 s
+    expired = gauge("b", "connections_expired_total") == 1.0;
+    if (!expired) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(expired) << slurp((dir / "b.log").string());
+  EXPECT_EQ(ctl("b", {"-o", "json", "connection", "list"}).j()["connections"].size(), 0u);
+  EXPECT_EQ(gauge("b", "memory_reserved_bytes"), 0.0);
+  EXPECT_NE(slurp((dir / "b.log").string()).find("half-open, released"), std::string::npos);
+  kill(b, SIGTERM);
+  waitpid(b, nullptr, 0);
+  fs::remove_all(dir);
+}

@@ -60,6 +60,14 @@ struct EndpointSection {
   bool busy_poll = false;                  // spin instead of blocking when idle
   uint32_t max_connections = 256;          // [1, 4096]
   uint64_t max_region_bytes = 256ull << 20;  // per connection/job region, [64 KiB, 4 GiB]
+  // All memory registered on callers' behalf (operator regions, responder
+  // halves, job buffers) together, [1 MiB, 1 TiB] (daemon/src/memory_budget.h).
+  uint64_t memory_budget_bytes = 1ull << 30;
+  // Every this often each accepted connection (a responder half, Peer.Accept)
+  // asks its requester daemon whether the other half still exists; it is
+  // released when the answer is no, or when the requester has not answered for
+  // this long (it never existed, crashed or went away). [1 s, 1 h]
+  transport::Nanos half_open_timeout_ns = 60'000'000'000;
 };
 
 struct FabricSection {
