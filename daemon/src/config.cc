@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -39,8 +40,12 @@ class Reader {
   // A mapping whose keys must all be in `allowed`.
   void expect_map(const YAML::Node& n, const std::string& key, const std::set<std::string>& allowed) const {
     if (!n.IsMap()) fail(n, key, "must be a mapping (got " + text(n) + ")");
+    std::map<std::string, int> seen;  // key -> line: YAML lookups take the first of duplicate keys silently
     for (const auto& kv : n) {
       const std::string k = kv.first.as<std::string>();
+      if (auto [it, fresh] = seen.emplace(k, kv.first.Mark().line + 1); !fresh)
+        fail(kv.first, key.empty() ? k : key + "." + k,
+             "duplicate key (first at line " + std::to_string(it->second) + "); give each key once");
       if (!allowed.count(k)) {
         std::string list;
         for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -522,7 +527,12 @@ std::optional<DaemonConfig> parse_daemon_yaml(const std::string& text, const std
       *error = source + ": empty configuration (needs at least role: endpoint|fabric|both)";
       return std::nullopt;
     }
-    const std::string dir = std::filesystem::path(source).parent_path().string();
+    // Relative paths in the file (socket, token, certificates) are relative to
+    // the file, made absolute: a relative socket path would be created in the
+    // daemon's working directory and advertised as an address clients reject.
+    std::error_code ec;
+    std::string dir = std::filesystem::absolute(std::filesystem::path(source), ec).parent_path().string();
+    if (ec) dir = std::filesystem::path(source).parent_path().string();
     return parse(root, r, dir);
   } catch (const ConfigError& e) {
     *error = e.text;
@@ -533,6 +543,11 @@ std::optional<DaemonConfig> parse_daemon_yaml(const std::string& text, const std
 }
 
 std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::string* error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    *error = path + ": is a directory; --config takes a YAML file (e.g. configs/daemon/example.yaml)";
+    return std::nullopt;
+  }
   std::ifstream in(path);
   if (!in) {
     *error = path + ": cannot read the configuration file";

@@ -77,6 +77,9 @@ class DaemonCore {
   const DaemonConfig& config() const { return config_; }
   std::string peer_address() const;
   bool authorized(const grpc::ServerContext* ctx) const;
+  // An "authorization" header value against "Bearer <token>" (constant time);
+  // true when no token is configured. For /metrics.
+  bool bearer_matches(const std::string& header_value) const;
 
   // Daemon
   void info(v1::DaemonInfo* out);

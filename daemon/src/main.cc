@@ -78,7 +78,12 @@ int main(int argc, char** argv) {
       "  metaroced --config configs/daemon/lab-h0.yaml --check-config\n"
       "  ip netns exec mrlab-h0 metaroced --config configs/daemon/lab-h0.yaml\n"
       "Exit codes: 0 clean shutdown or valid config; 1 runtime failure (ports, listen); 2 invalid config or usage.");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error exits 2, as the footer says.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   std::string error;
   auto config = md::load_daemon_file(config_path, &error);
@@ -154,7 +159,17 @@ int main(int argc, char** argv) {
   httplib::Server metrics;
   std::thread metrics_thread;
   if (!config->metrics.listen.empty()) {
-    metrics.Get("/metrics", [&core](const httplib::Request&, httplib::Response& res) {
+    // With control.token_file set, /metrics asks for the same bearer token
+    // (Prometheus: authorization.credentials_file); without one it is open,
+    // so metrics.listen should then be a loopback address (docs/control-plane.md).
+    metrics.Get("/metrics", [&core](const httplib::Request& req, httplib::Response& res) {
+      if (!core.bearer_matches(req.get_header_value("Authorization"))) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content("metrics: missing or wrong bearer token (header 'Authorization: Bearer <token>')\n",
+                        "text/plain");
+        return;
+      }
       res.set_content(core.prometheus_text(), "text/plain; version=0.0.4");
     });
     const auto [host, port] = split_host_port(config->metrics.listen);
@@ -164,6 +179,10 @@ int main(int argc, char** argv) {
       core.shutdown();
       return 1;
     }
+    if (ctl.token_file.empty() && !md::is_loopback_listen(config->metrics.listen))
+      spdlog::warn("metrics.listen: {} is not a loopback address and control.token_file is not set: anyone who can "
+                   "reach it can read /metrics (set a token, or listen on 127.0.0.1)",
+                   config->metrics.listen);
     metrics_thread = std::thread([&metrics] { metrics.listen_after_bind(); });
     spdlog::info("metrics on http://{}/metrics", config->metrics.listen);
   }

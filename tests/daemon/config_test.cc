@@ -80,6 +80,30 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
             std::string::npos);
 }
 
+// Issue 11 finding 6: duplicate keys, a directory given as the file, and
+// relative paths that must not depend on the daemon's working directory.
+TEST(DaemonConfig, DuplicateKeysDirectoriesAndRelativeSockets) {
+  EXPECT_EQ(parse_error("role: endpoint\nrole: fabric\n"),
+            "t.yaml:2: role: duplicate key (first at line 1); give each key once");
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  udp_port: 1000\n  udp_port: 2000\n")
+                .find("t.yaml:8: endpoint.udp_port: duplicate key (first at line 7)"),
+            std::string::npos);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mrcfg-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string err;
+  EXPECT_FALSE(md::load_daemon_file(dir.string(), &err));
+  EXPECT_EQ(err, dir.string() + ": is a directory; --config takes a YAML file (e.g. configs/daemon/example.yaml)");
+  // A relative socket is relative to the file, and absolute even when the file was named relatively.
+  const std::filesystem::path old = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  std::ofstream("h.yaml") << kEndpoint << "control: {unix_socket: run/h.sock}\n";
+  auto c = md::load_daemon_file("h.yaml", &err);
+  std::filesystem::current_path(old);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->control.unix_socket, (dir / "run/h.sock").string());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DaemonConfig, TcpNeedsTlsOrExplicitInsecureOnLoopback) {
   std::string err;
   auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  tcp: 0.0.0.0:50051\n", "t.yaml", &err);

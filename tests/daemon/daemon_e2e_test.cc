@@ -247,8 +247,17 @@ TEST(DaemonE2E, StatusPortsAndConfig) {
   // The same counters over gRPC and at /metrics (fabric namespace, loopback).
   const Ctl counters = lab.ctl("fab", {"counters", "--filter", "link_packets_in"});
   EXPECT_EQ(counters.status, 0) << counters.err;
-  const auto metrics = ml::run_command({"ip", "netns", "exec", ml::fabric_netns(lab.name()), "bash", "-c",
-                                        "exec 3<>/dev/tcp/127.0.0.1/9464; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"});
+  // The daemon has a token: /metrics asks for it too.
+  auto get_metrics = [&](const std::string& header) {
+    return ml::run_command({"ip", "netns", "exec", ml::fabric_netns(lab.name()), "bash", "-c",
+                            "exec 3<>/dev/tcp/127.0.0.1/9464; printf 'GET /metrics HTTP/1.0\\r\\n" + header +
+                                "\\r\\n' >&3; cat <&3"});
+  };
+  const auto refused = get_metrics("");
+  EXPECT_NE(refused.out.find("401"), std::string::npos) << refused.out.substr(0, 300);
+  EXPECT_EQ(refused.out.find("metaroce_"), std::string::npos) << "no counters without the token";
+  EXPECT_NE(get_metrics("Authorization: Bearer wrong-token-0000000\\r\\n").out.find("401"), std::string::npos);
+  const auto metrics = get_metrics("Authorization: Bearer s3cret-e2e-token-" + std::to_string(getpid()) + "\\r\\n");
   EXPECT_NE(metrics.out.find("# TYPE metaroce_link_packets_in_total counter"), std::string::npos) << metrics.out.substr(0, 500);
 }
 
@@ -483,6 +492,11 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("needs TLS"), std::string::npos) << r.err;
   EXPECT_EQ(check("plain.yaml", {"--insecure"}).status, 0);
+  // Usage errors exit 2, as --help says (CLI11's own codes are 105-109).
+  EXPECT_EQ(check("plain.yaml", {"--no-such-flag"}).status, 2);
+  EXPECT_EQ(check("plain.yaml", {"--log-level", "loud"}).status, 2);
+  EXPECT_EQ(ml::run_command({METAROCED_PATH}).status, 2) << "--config is required";
+  EXPECT_EQ(ml::run_command({METAROCED_PATH, "--help"}).status, 0);
   r = check("broken.yaml");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("broken.yaml:4: endpoint.frame_size: must be an integer in [1024, 3840] (got 'lots')"),
