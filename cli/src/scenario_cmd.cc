@@ -29,9 +29,13 @@ ms::Scenario load(const ScenarioFlags& f) {
     const std::string name = o.substr(0, eq);
     if (!s->hosts.count(name) && std::find(s->host_order.begin(), s->host_order.end(), name) == s->host_order.end())
       throw UsageError("--host: the scenario has no host '" + name + "'");
+    if (std::string e = ms::daemon_address_error(o.substr(eq + 1)); !e.empty()) throw UsageError("--host " + name + ": " + e);
     s->hosts[name] = o.substr(eq + 1);
   }
-  if (!f.fabric_override.empty()) s->fabric = f.fabric_override;
+  if (!f.fabric_override.empty()) {
+    if (std::string e = ms::daemon_address_error(f.fabric_override); !e.empty()) throw UsageError("--fabric: " + e);
+    s->fabric = f.fabric_override;
+  }
   return *s;
 }
 

@@ -180,6 +180,12 @@ class Parser {
   static std::string sub(const std::string& key, const std::string& k) { return key.empty() ? k : key + "." + k; }
   static std::string idx(const std::string& key, size_t i) { return key + "[" + std::to_string(i) + "]"; }
 
+  std::string address(const YAML::Node& n, const std::string& key) const {
+    const std::string a = str(n, key);
+    if (std::string e = daemon_address_error(a); !e.empty()) fail(n, key, e);
+    return a;
+  }
+
   // ---- structure
   MapView map(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
     if (!n.IsMap()) fail(n, key.empty() ? "scenario" : key, "must be a mapping (got " + text(n) + ")");
@@ -384,11 +390,7 @@ void Parser::hosts(const YAML::Node& n, Scenario& s) const {
            "topology.hosts is " + std::to_string(s.hosts_count) + ", so at most " + std::to_string(s.hosts_count) +
                " hosts may be listed (got " + std::to_string(n.size()) + ")");
     s.host_order.push_back(name);
-    if (!kv.second.IsNull()) {
-      const std::string addr = str(kv.second, key);
-      if (addr.empty()) fail(kv.second, key, "the daemon address is empty");
-      s.hosts[name] = addr;
-    }
+    if (!kv.second.IsNull()) s.hosts[name] = address(kv.second, key);
   }
 }
 
@@ -801,8 +803,7 @@ Scenario Parser::parse(const std::string& text) {
     s.host_order.push_back(name);
   }
   if (const auto* v = m.find("fabric"); v && !v->IsNull()) {
-    s.fabric = str(*v, "fabric");
-    if (s.fabric.empty()) fail(*v, "fabric", "the daemon address is empty");
+    s.fabric = address(*v, "fabric");
   }
   if (const auto* v = m.find("base"); v && !v->IsNull()) s.base = link_settings(*v, "base");
   if (const auto* v = m.find("duration")) s.duration_ns = duration(*v, "duration", 100 * kMs, kHour);
@@ -892,6 +893,17 @@ std::optional<Scenario> parse_scenario_yaml(const std::string& text, const std::
     if (error) *error = (source.empty() ? "<scenario>" : source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
   }
   return std::nullopt;
+}
+
+// One word of at most 256 printable characters: the daemon refuses longer
+// request strings, and a newline would forge report and log lines.
+std::string daemon_address_error(const std::string& a) {
+  if (a.empty()) return "the daemon address is empty";
+  if (a.size() > 256) return "a daemon address is at most 256 characters (got " + std::to_string(a.size()) + ")";
+  for (unsigned char c : a)
+    if (c <= 0x20 || c == 0x7f)
+      return "a daemon address is one word of printable characters, e.g. unix:///run/metaroce/h0.sock";
+  return {};
 }
 
 std::optional<Scenario> load_scenario_file(const std::string& path, std::string* error) {

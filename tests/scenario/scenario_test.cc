@@ -410,6 +410,14 @@ TEST(ScenarioErrors, Hosts) {
   EXPECT_EQ(error_of(kMinimal + "hosts:\n  h0: unix:///a.sock\n  h1: unix:///b.sock\n  h2: unix:///c.sock\n"),
             "f.yaml:10: hosts.h2: topology.hosts is 2, so at most 2 hosts may be listed (got 3)");
   EXPECT_EQ(error_of(kMinimal + "hosts:\n  h0: ''\n"), "f.yaml:8: hosts.h0: the daemon address is empty");
+  // One printable word: a newline or a space in an address is refused, and so is an over-long one.
+  EXPECT_EQ(error_of(kMinimal + "hosts:\n  h0: \"unix:///a.sock\\nforged\"\n"),
+            "f.yaml:8: hosts.h0: a daemon address is one word of printable characters, e.g. "
+            "unix:///run/metaroce/h0.sock");
+  EXPECT_EQ(error_of(kMinimal + "fabric: \"unix:///a b\"\n"),
+            "f.yaml:7: fabric: a daemon address is one word of printable characters, e.g. unix:///run/metaroce/h0.sock");
+  EXPECT_EQ(error_of(kMinimal + "fabric: unix:///" + std::string(300, 'x') + "\n"),
+            "f.yaml:7: fabric: a daemon address is at most 256 characters (got 308)");
 }
 
 TEST(ScenarioErrors, TopLevel) {

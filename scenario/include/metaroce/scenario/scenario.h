@@ -15,6 +15,9 @@ namespace metaroce::scenario {
 
 std::optional<Scenario> parse_scenario_yaml(const std::string& text, const std::string& source, std::string* error);
 std::optional<Scenario> load_scenario_file(const std::string& path, std::string* error);
+// A daemon's gRPC address as a scenario (or --host/--fabric) may give it: one
+// word of at most 256 printable characters. "" when fine, else what is wrong.
+std::string daemon_address_error(const std::string& address);
 
 // Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
 // planes can only be swept in the simulator"); "" when it can run.
