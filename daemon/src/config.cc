@@ -474,10 +474,10 @@ bool is_loopback_listen(const std::string& host_port) {
 }
 
 std::string read_token_file(const std::string& path, const std::string& key, std::string* token) {
-  std::ifstream in(path);
-  if (!in) return key + ": cannot read '" + path + "'";
-  std::string t;
-  std::getline(in, t);
+  std::string err;
+  const auto text = lab::read_config_text(path, 64 << 10, &err);
+  if (!text) return key + ": " + err;
+  std::string t = text->substr(0, text->find('\n'));
   while (!t.empty() && (t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.pop_back();
   if (t.size() < kMinTokenChars || t.size() > kMaxTokenChars)
     return key + ": the first line of '" + path + "' must be a token of " + std::to_string(kMinTokenChars) + " to " +
@@ -548,14 +548,9 @@ std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::strin
     *error = path + ": is a directory; --config takes a YAML file (e.g. configs/daemon/example.yaml)";
     return std::nullopt;
   }
-  std::ifstream in(path);
-  if (!in) {
-    *error = path + ": cannot read the configuration file";
-    return std::nullopt;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_daemon_yaml(ss.str(), path, error);
+  auto text = lab::read_config_text(path, lab::kMaxConfigFileBytes, error);
+  if (!text) return std::nullopt;
+  return parse_daemon_yaml(*text, path, error);
 }
 
 std::string daemon_config_json(const DaemonConfig& c) { return config_json(c).dump(2); }

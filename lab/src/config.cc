@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -163,17 +164,42 @@ std::optional<LabConfig> parse_lab_yaml(const std::string& text, const std::stri
   return lab;
 }
 
+std::optional<std::string> read_config_text(const std::string& path, size_t max_bytes, std::string* error) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    *error = path + ": cannot read the file (" + (ec ? ec.message() : "no such file") + ")";
+    return std::nullopt;
+  }
+  if (std::filesystem::is_directory(st)) {
+    *error = path + ": is a directory, not a file";
+    return std::nullopt;
+  }
+  if (!std::filesystem::is_regular_file(st)) {
+    *error = path + ": is not a regular file (a device, FIFO or socket could block or never end)";
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": cannot read the file";
+    return std::nullopt;
+  }
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > max_bytes) {
+    *error = path + ": larger than " + std::to_string(max_bytes) + " bytes; not a configuration file";
+    return std::nullopt;
+  }
+  return text;
+}
+
 std::optional<LabConfig> load_lab_file(const std::string& path, std::string* error) {
   std::string scratch;
   if (!error) error = &scratch;
-  std::ifstream in(path);
-  if (!in) {
-    *error = path + ": cannot read the lab description";
-    return std::nullopt;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_lab_yaml(ss.str(), path, error);
+  auto text = read_config_text(path, kMaxConfigFileBytes, error);
+  if (!text) return std::nullopt;
+  return parse_lab_yaml(*text, path, error);
 }
 
 std::string host_netns(const std::string& lab, uint32_t host) { return lab + "-h" + std::to_string(host); }

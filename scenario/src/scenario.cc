@@ -2,6 +2,8 @@
 // and what is allowed; check_runnable and plan_runs.
 #include "metaroce/scenario/scenario.h"
 
+#include "metaroce/lab/config.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -907,14 +909,10 @@ std::string daemon_address_error(const std::string& a) {
 }
 
 std::optional<Scenario> load_scenario_file(const std::string& path, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    if (error) *error = path + ": cannot read the file";
-    return std::nullopt;
-  }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_scenario_yaml(ss.str(), path, error);
+  std::string scratch;
+  auto text = lab::read_config_text(path, lab::kMaxConfigFileBytes, error ? error : &scratch);
+  if (!text) return std::nullopt;
+  return parse_scenario_yaml(*text, path, error);
 }
 
 std::string check_runnable(const Scenario& s, bool live) {

@@ -476,7 +476,9 @@ TEST(ScenarioErrors, Sweeps) {
 TEST(ScenarioErrors, LoadFile) {
   std::string err;
   EXPECT_FALSE(load_scenario_file("/nonexistent/x.yaml", &err).has_value());
-  EXPECT_EQ(err, "/nonexistent/x.yaml: cannot read the file");
+  EXPECT_EQ(err, "/nonexistent/x.yaml: cannot read the file (No such file or directory)");
+  EXPECT_FALSE(load_scenario_file("/dev/zero", &err)) << "a device never ends: refused, not read";
+  EXPECT_EQ(err, "/dev/zero: is not a regular file (a device, FIFO or socket could block or never end)");
 }
 
 // ---------------------------------------------------------------- plan_runs

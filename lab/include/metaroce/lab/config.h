@@ -51,6 +51,14 @@ struct LabConfig {
 std::optional<LabConfig> parse_lab_yaml(const std::string& text, const std::string& source, std::string* error);
 std::optional<LabConfig> load_lab_file(const std::string& path, std::string* error);
 
+// Every configuration-like file the tools read (lab descriptions, daemon
+// configs, scenarios, token files) is read through this: a regular file of at
+// most max_bytes. A directory, FIFO or device (/dev/zero, a pipe that never
+// ends) is refused instead of blocking or filling memory. On failure returns
+// nullopt and *error says "<path>: <why>".
+inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
+std::optional<std::string> read_config_text(const std::string& path, size_t max_bytes, std::string* error);
+
 // Empty when `name` is a valid lab name/prefix, else why not (naming `field`).
 std::string check_lab_name(const std::string& name, const std::string& field = "name");
 
