@@ -95,7 +95,7 @@ int cmd_config(Invocation& inv) {
   }
   // The daemon's JSON text, pretty-printed; printed as is if it does not parse.
   const nlohmann::json parsed = nlohmann::json::parse(config.json(), nullptr, /*allow_exceptions=*/false);
-  print(parsed.is_discarded() ? config.json() : parsed.dump(2));
+  print(parsed.is_discarded() ? config.json() : parsed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return kExitOk;
 }
 

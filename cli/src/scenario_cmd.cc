@@ -104,7 +104,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
                           {"link_queue_limit_bytes", *link.queue_limit_bytes},
                           {"link_ecn_threshold_bytes", *link.ecn_threshold_bytes},
                           {"link_delay_ns", s.base.delay_ns.value_or(0)}}}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s: valid: %zu jobs, %zu runs, %zu timeline events, %zu assertions\n", f.file.c_str(), s.jobs.size(),
                 runs.size(), s.timeline.size(), s.assertions.size());

@@ -535,9 +535,9 @@ std::optional<DaemonConfig> parse_daemon_yaml(const std::string& text, const std
     if (ec) dir = std::filesystem::path(source).parent_path().string();
     return parse(root, r, dir);
   } catch (const ConfigError& e) {
-    *error = e.text;
+    *error = lab::one_line(e.text);
   } catch (const YAML::Exception& e) {
-    *error = source + ":" + std::to_string(e.mark.line + 1) + ": YAML: " + e.msg;
+    *error = lab::one_line(source + ":" + std::to_string(e.mark.line + 1) + ": YAML: " + e.msg);
   }
   return std::nullopt;
 }
@@ -553,7 +553,11 @@ std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::strin
   return parse_daemon_yaml(*text, path, error);
 }
 
-std::string daemon_config_json(const DaemonConfig& c) { return config_json(c).dump(2); }
+// Invalid UTF-8 in a string the file gave (a name, an interface) is replaced,
+// not thrown: GetConfig must answer whatever bytes the file held.
+std::string daemon_config_json(const DaemonConfig& c) {
+  return config_json(c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string daemon_config_yaml(const DaemonConfig& c) {
   YAML::Emitter out;

@@ -77,9 +77,20 @@ std::string check_lab_name(const std::string& name, const std::string& field) {
   return field + ": must match [a-z0-9]{1," + std::to_string(kMaxNameLength) + "} (got '" + name + "')";
 }
 
+namespace {
+std::optional<LabConfig> parse_lab(const std::string& text, const std::string& source, std::string* error);
+}  // namespace
+
 std::optional<LabConfig> parse_lab_yaml(const std::string& text, const std::string& source, std::string* error) {
   std::string scratch;
   if (!error) error = &scratch;
+  auto lab = parse_lab(text, source, error);
+  if (!lab) *error = one_line(*error);
+  return lab;
+}
+
+namespace {
+std::optional<LabConfig> parse_lab(const std::string& text, const std::string& source, std::string* error) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -163,6 +174,7 @@ std::optional<LabConfig> parse_lab_yaml(const std::string& text, const std::stri
   }
   return lab;
 }
+}  // namespace
 
 std::optional<std::string> read_config_text(const std::string& path, size_t max_bytes, std::string* error) {
   std::error_code ec;
@@ -192,6 +204,13 @@ std::optional<std::string> read_config_text(const std::string& path, size_t max_
     return std::nullopt;
   }
   return text;
+}
+
+std::string one_line(std::string m) {
+  for (char& c : m)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (m.size() > kMaxErrorChars) m = m.substr(0, kMaxErrorChars) + "...";
+  return m;
 }
 
 std::optional<LabConfig> load_lab_file(const std::string& path, std::string* error) {

@@ -57,6 +57,10 @@ std::optional<LabConfig> load_lab_file(const std::string& path, std::string* err
 // ends) is refused instead of blocking or filling memory. On failure returns
 // nullopt and *error says "<path>: <why>".
 inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
+// A parser's error message as one line: control characters (a quoted value may
+// hold a newline) become '?', and it is cut at kMaxErrorChars.
+inline constexpr size_t kMaxErrorChars = 512;
+std::string one_line(std::string message);
 std::optional<std::string> read_config_text(const std::string& path, size_t max_bytes, std::string* error);
 
 // Empty when `name` is a valid lab name/prefix, else why not (naming `field`).
