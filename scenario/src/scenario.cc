@@ -890,9 +890,10 @@ std::optional<Scenario> parse_scenario_yaml(const std::string& text, const std::
     Parser p(source);
     return p.parse(text);
   } catch (const ParseError& e) {
-    if (error) *error = e.text;
+    if (error) *error = lab::one_line(e.text);
   } catch (const YAML::Exception& e) {
-    if (error) *error = (source.empty() ? "<scenario>" : source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg;
+    if (error)
+      *error = lab::one_line((source.empty() ? "<scenario>" : source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return std::nullopt;
 }
