@@ -162,16 +162,17 @@ void parse_link(const Reader& r, const YAML::Node& n, const std::string& key, em
                {"rate_bps", "prop_delay_ns", "queue_limit_bytes", "queue_limit_packets", "ecn_threshold_bytes",
                 "loss_probability", "delay_ns", "jitter_ns", "duplicate_probability", "corrupt_probability",
                 "reorder_probability", "reorder_delay_ns"});
-  if (n["rate_bps"]) c->rate_bps = r.real(n["rate_bps"], key + ".rate_bps", 1e3, 1.6e12);
+  if (n["rate_bps"]) c->rate_bps = r.real(n["rate_bps"], key + ".rate_bps", 1e3, emulator::kMaxLinkRateBps);
   if (n["prop_delay_ns"]) c->prop_delay_ns = r.duration_ns(n["prop_delay_ns"], key + ".prop_delay_ns", 0, 3'600'000'000'000);
   if (n["queue_limit_bytes"])
-    c->queue_limit_bytes = static_cast<uint32_t>(r.uint(n["queue_limit_bytes"], key + ".queue_limit_bytes", 1, 1u << 30));
+    c->queue_limit_bytes =
+        static_cast<uint32_t>(r.uint(n["queue_limit_bytes"], key + ".queue_limit_bytes", 1, emulator::kMaxQueueLimitBytes));
   if (n["queue_limit_packets"])
     c->queue_limit_packets =
-        static_cast<uint32_t>(r.uint(n["queue_limit_packets"], key + ".queue_limit_packets", 1, 1u << 20));
+        static_cast<uint32_t>(r.uint(n["queue_limit_packets"], key + ".queue_limit_packets", 1, emulator::kMaxQueueLimitPackets));
   if (n["ecn_threshold_bytes"])
     c->ecn_threshold_bytes =
-        static_cast<uint32_t>(r.uint(n["ecn_threshold_bytes"], key + ".ecn_threshold_bytes", 0, 1u << 30));
+        static_cast<uint32_t>(r.uint(n["ecn_threshold_bytes"], key + ".ecn_threshold_bytes", 0, emulator::kMaxQueueLimitBytes));
   if (n["loss_probability"]) c->loss_probability = r.real(n["loss_probability"], key + ".loss_probability", 0, 1);
   if (n["delay_ns"]) c->delay.delay_ns = r.duration_ns(n["delay_ns"], key + ".delay_ns", 0, 3'600'000'000'000);
   if (n["jitter_ns"]) c->delay.jitter_ns = r.duration_ns(n["jitter_ns"], key + ".jitter_ns", 0, 3'600'000'000'000);

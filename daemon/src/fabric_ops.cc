@@ -51,8 +51,9 @@ grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSectio
 
 grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field) {
   if (in.has_rate_bps()) {
-    if (!(in.rate_bps() > 0 && in.rate_bps() <= 1.6e12))
-      return invalid(field + ".rate_bps", "must be in (0, 1.6e12] bits/s (got " + std::to_string(in.rate_bps()) + ")");
+    if (!(in.rate_bps() > 0 && in.rate_bps() <= emulator::kMaxLinkRateBps))
+      return invalid(field + ".rate_bps", "must be in (0, " + std::to_string(emulator::kMaxLinkRateBps) +
+                                              "] bits/s (got " + std::to_string(in.rate_bps()) + ")");
     out->rate_bps = in.rate_bps();
   }
   if (in.has_prop_delay_ns()) {
@@ -61,14 +62,23 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     out->prop_delay_ns = in.prop_delay_ns();
   }
   if (in.has_queue_limit_bytes()) {
-    if (in.queue_limit_bytes() == 0) return invalid(field + ".queue_limit_bytes", "must be > 0");
+    if (in.queue_limit_bytes() == 0 || in.queue_limit_bytes() > emulator::kMaxQueueLimitBytes)
+      return invalid(field + ".queue_limit_bytes", "must be in [1, " + std::to_string(emulator::kMaxQueueLimitBytes) +
+                                                       "] (got " + std::to_string(in.queue_limit_bytes()) + ")");
     out->queue_limit_bytes = in.queue_limit_bytes();
   }
   if (in.has_queue_limit_packets()) {
-    if (in.queue_limit_packets() == 0) return invalid(field + ".queue_limit_packets", "must be > 0");
+    if (in.queue_limit_packets() == 0 || in.queue_limit_packets() > emulator::kMaxQueueLimitPackets)
+      return invalid(field + ".queue_limit_packets", "must be in [1, " + std::to_string(emulator::kMaxQueueLimitPackets) +
+                                                         "] (got " + std::to_string(in.queue_limit_packets()) + ")");
     out->queue_limit_packets = in.queue_limit_packets();
   }
-  if (in.has_ecn_threshold_bytes()) out->ecn_threshold_bytes = in.ecn_threshold_bytes();
+  if (in.has_ecn_threshold_bytes()) {
+    if (in.ecn_threshold_bytes() > emulator::kMaxQueueLimitBytes)
+      return invalid(field + ".ecn_threshold_bytes", "must be in [0, " + std::to_string(emulator::kMaxQueueLimitBytes) +
+                                                         "] (got " + std::to_string(in.ecn_threshold_bytes()) + ")");
+    out->ecn_threshold_bytes = in.ecn_threshold_bytes();
+  }
   if (in.has_loss_probability()) {
     if (auto s = prob(in.loss_probability(), field + ".loss_probability"); !s.ok()) return s;
     emulator::LossConfig l;

@@ -18,8 +18,19 @@ std::optional<std::string> validate(const LinkConfig& c) {
   if (!(c.rate_bps > 0) || !std::isfinite(c.rate_bps))
     return "rate_bps: must be a finite number > 0 (got " + std::to_string(c.rate_bps) + ")";
   if (c.prop_delay_ns < 0) return "prop_delay_ns: must be >= 0 (got " + std::to_string(c.prop_delay_ns) + ")";
-  if (c.queue_limit_bytes == 0) return "queue_limit_bytes: must be > 0";
-  if (c.queue_limit_packets == 0) return "queue_limit_packets: must be > 0";
+  if (c.rate_bps > kMaxLinkRateBps)
+    return "rate_bps: must be at most " + std::to_string(kMaxLinkRateBps) + " (got " + std::to_string(c.rate_bps) + ")";
+  if (c.prop_delay_ns > kMaxLinkDelayNs)
+    return "prop_delay_ns: must be at most " + std::to_string(kMaxLinkDelayNs) + " (got " + std::to_string(c.prop_delay_ns) + ")";
+  if (c.queue_limit_bytes == 0 || c.queue_limit_bytes > kMaxQueueLimitBytes)
+    return "queue_limit_bytes: must be in [1, " + std::to_string(kMaxQueueLimitBytes) + "] (got " +
+           std::to_string(c.queue_limit_bytes) + ")";
+  if (c.queue_limit_packets == 0 || c.queue_limit_packets > kMaxQueueLimitPackets)
+    return "queue_limit_packets: must be in [1, " + std::to_string(kMaxQueueLimitPackets) + "] (got " +
+           std::to_string(c.queue_limit_packets) + ")";
+  if (c.ecn_threshold_bytes > kMaxQueueLimitBytes)
+    return "ecn_threshold_bytes: must be in [0, " + std::to_string(kMaxQueueLimitBytes) + "] (got " +
+           std::to_string(c.ecn_threshold_bytes) + ")";
   if (c.overhead_bytes > 1024) return "overhead_bytes: must be in [0, 1024] (got " + std::to_string(c.overhead_bytes) + ")";
   for (auto [name, v] : {std::pair{"loss_probability", c.loss_probability},
                          std::pair{"duplicate_probability", c.duplicate_probability},

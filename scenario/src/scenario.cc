@@ -2,6 +2,7 @@
 // and what is allowed; check_runnable and plan_runs.
 #include "metaroce/scenario/scenario.h"
 
+#include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
 
 #include <yaml-cpp/yaml.h>
@@ -363,8 +364,8 @@ LinkSettings Parser::link_settings(const YAML::Node& n, const std::string& key) 
     else if (k == "reorder") l.reorder = probability(v, f);
     else if (k == "reorder_delay") l.reorder_delay_ns = duration(v, f, 0, kHour);
     else if (k == "rate") l.rate_bps = rate(v, f, 0, kMaxRate, true);
-    else if (k == "ecn_threshold") l.ecn_threshold_bytes = static_cast<uint32_t>(size(v, f, 0, 1u << 30));
-    else if (k == "queue_limit") l.queue_limit_bytes = static_cast<uint32_t>(size(v, f, 1024, 1u << 30));
+    else if (k == "ecn_threshold") l.ecn_threshold_bytes = static_cast<uint32_t>(size(v, f, 0, metaroce::emulator::kMaxQueueLimitBytes));
+    else if (k == "queue_limit") l.queue_limit_bytes = static_cast<uint32_t>(size(v, f, 1024, metaroce::emulator::kMaxQueueLimitBytes));
   }
   return l;
 }

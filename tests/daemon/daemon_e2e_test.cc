@@ -24,11 +24,16 @@
 #include <vector>
 
 #include "metaroce/datapath/port.h"
+#include "grpc_sweep.h"
+#include "test_process.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/lab/ops.h"
 
 namespace fs = std::filesystem;
 namespace ml = metaroce::lab;
+using daemon_test::slurp;
+using daemon_test::spawn;
+using daemon_test::wait_exit;
 using nlohmann::json;
 
 namespace {
@@ -62,40 +67,6 @@ struct Daemon {
   std::string log;
   std::string socket;
 };
-
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = std::fopen(log.c_str(), "w");
-    if (f) {
-      dup2(fileno(f), 1);
-      dup2(fileno(f), 2);
-    }
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execvp(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits (bounded) for a process to exit; its exit status or -1 on timeout/signal.
-int wait_exit(pid_t pid, std::chrono::seconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    int st = 0;
-    const pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (r < 0 || std::chrono::steady_clock::now() > until) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class Lab {
  public:
@@ -190,9 +161,9 @@ class Lab {
   }
   std::string server(const std::string& who) const { return daemons_.at(who).socket; }
   pid_t pid(const std::string& who) const { return daemons_.at(who).pid; }
+  const std::string& token() const { return token_; }
   std::string log(const std::string& who) const { return slurp(daemons_.at(who).log); }
   const std::string& name() const { return name_; }
-  const std::string& token() const { return token_; }
   fs::path dir() const { return dir_; }
 
   // Starts a job on h0 towards h1 and waits for its result (JobInfo JSON).
@@ -695,4 +666,53 @@ TEST(DaemonSoak, LossAndFlapsForMinutesLeakNothing) {
               r["result"]["verification"].get<std::string>().c_str(),
               static_cast<unsigned long long>(num(r["result"]["retransmits"])),
               static_cast<unsigned long long>(num(r["result"]["path_state_changes"])));
+}
+
+// gRPC bad-input sweep (issue 11), unprivileged: one endpoint daemon on the UDP
+// datapath over loopback, with a token. Every method, every field, hostile values.
+TEST(DaemonSweep, EveryMethodAndFieldWithHostileValues) {
+  const fs::path dir = fs::temp_directory_path() / ("mrsweep-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const int port = 20000 + (getpid() + 104729) % 20000;
+  std::ofstream(dir / "token") << "sweep-token-0123456789\n";
+  std::ofstream(dir / "d.yaml") << "name: d\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "d.sock").string()
+                                << "\n  token_file: token\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n"
+                                << "  address: 127.0.0.1\n  udp_port: " << port << "\n  mac: 02:00:7f:00:00:01\n";
+  const pid_t d = spawn({METAROCED_PATH, "--config", (dir / "d.yaml").string()}, (dir / "d.log").string());
+  const std::string addr = "unix://" + (dir / "d.sock").string();
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = ml::run_command({METAROCECTL_PATH, "--server", addr, "--token", "sweep-token-0123456789", "status"}).status == 0;
+    if (!ready && waitpid(d, nullptr, WNOHANG) == d) break;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp((dir / "d.log").string());
+  const daemon_test::SweepResult r = daemon_test::sweep_every_method(addr, "sweep-token-0123456789");
+  std::string codes;
+  for (const auto& [code, n] : r.codes) codes += " " + code + ":" + std::to_string(n);
+  std::printf("sweep: %zu calls; status codes (code:calls):%s; an undecodable request gets %s\n", r.calls,
+              codes.c_str(), r.undecodable_message.c_str());
+  EXPECT_GT(r.calls, 200u);
+  for (const auto& p : r.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(waitpid(d, nullptr, WNOHANG), 0) << "the daemon is still running\n" << slurp((dir / "d.log").string());
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d, std::chrono::seconds(30)), 0) << slurp((dir / "d.log").string());
+  fs::remove_all(dir);
+}
+
+// The same sweep on a lab (root): the fabric daemon's Fabric service and an
+// AF_XDP endpoint, each still serving afterwards.
+TEST(DaemonSweep, FabricAndAfXdpEndpointInALab) {
+  NEED_LAB();
+  Lab lab;
+  for (const char* who : {"fab", "h0"}) {
+    const daemon_test::SweepResult r = daemon_test::sweep_every_method(lab.server(who), lab.token());
+    std::string codes;
+    for (const auto& [code, n] : r.codes) codes += " " + code + ":" + std::to_string(n);
+    std::printf("sweep %s: %zu calls; status codes (code:calls):%s\n", who, r.calls, codes.c_str());
+    for (const auto& a : r.accepted) std::printf("  accepted: %s\n", a.c_str());
+    EXPECT_GT(r.calls, 200u) << who;
+    for (const auto& p : r.problems) ADD_FAILURE() << who << ": " << p;
+    EXPECT_EQ(lab.ctl(who, {"status"}).status, 0) << who << " still serving";
+  }
 }

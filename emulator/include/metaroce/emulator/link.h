@@ -40,6 +40,14 @@ struct FlapConfig {
   Nanos start_ns = 0;
 };
 
+// The ranges every front end (daemon config, gRPC, scenario files) accepts for
+// a link's rate, delay and queue; validate() enforces them, the front ends
+// quote them in their errors.
+inline constexpr double kMaxLinkRateBps = 1.6e12;
+inline constexpr Nanos kMaxLinkDelayNs = 3'600'000'000'000;  // one hour
+inline constexpr uint32_t kMaxQueueLimitBytes = 1u << 30;
+inline constexpr uint32_t kMaxQueueLimitPackets = 1u << 20;
+
 struct LinkConfig {
   double rate_bps = 100e9;                // serialisation rate, bits per second (> 0)
   Nanos prop_delay_ns = 1000;             // one-way propagation delay (>= 0)
