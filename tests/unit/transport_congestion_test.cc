@@ -7,7 +7,10 @@ namespace metaroce::transport {
 namespace {
 
 constexpr double kMss = 4000;
-CcParams params() { return CcParams{kMss, 10, 200, 1, 1.0 / 16}; }
+CcParams params() {
+  return CcParams{.mss = kMss, .init_cwnd_packets = 10, .max_cwnd_packets = 200, .additive_increase_packets = 1,
+                  .gain = 1.0 / 16};
+}
 
 TEST(PathCongestion, SlowStartGrowsByAckedBytesUpToMax) {
   PathCongestion cc(params());

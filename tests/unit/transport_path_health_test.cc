@@ -6,7 +6,10 @@
 namespace metaroce::transport {
 namespace {
 
-HealthParams params() { return HealthParams{1.0 / 64, 0.05, 2.0, 2, 2, 100}; }
+HealthParams params() {
+  return HealthParams{.loss_gain = 1.0 / 64, .degraded_loss = 0.05, .degraded_ratio = 2.0, .down_after_rtos = 2,
+                      .up_after_probes = 2, .rotate_after_degraded_packets = 100};
+}
 
 void feed(PathHealth& h, int delivered, int lost) {
   for (int i = 0; i < delivered; ++i) h.on_delivered();

@@ -38,11 +38,18 @@ MetaRoceConnection::MetaRoceConnection(Endpoint& ep, const ConnectionConfig& cfg
     p.plane = cfg_.paths[i].plane;
     p.src_port = p.base_port = cfg_.paths[i].src_port;
     p.rx_entropy = p.src_port;
-    p.cc = PathCongestion(CcParams{static_cast<double>(mss_), static_cast<double>(t.init_cwnd_packets),
-                                   static_cast<double>(t.max_cwnd_packets), t.additive_increase_packets,
-                                   t.dctcp_gain});
-    p.health = PathHealth(HealthParams{kLossGain, t.degraded_loss, t.degraded_ratio, t.down_after_rtos,
-                                       t.up_after_probes, t.rotate_after_degraded_packets});
+    // Designated initialisers: a field added to either struct cannot shift the others.
+    p.cc = PathCongestion(CcParams{.mss = static_cast<double>(mss_),
+                                   .init_cwnd_packets = static_cast<double>(t.init_cwnd_packets),
+                                   .max_cwnd_packets = static_cast<double>(t.max_cwnd_packets),
+                                   .additive_increase_packets = t.additive_increase_packets,
+                                   .gain = t.dctcp_gain});
+    p.health = PathHealth(HealthParams{.loss_gain = kLossGain,
+                                       .degraded_loss = t.degraded_loss,
+                                       .degraded_ratio = t.degraded_ratio,
+                                       .down_after_rtos = t.down_after_rtos,
+                                       .up_after_probes = t.up_after_probes,
+                                       .rotate_after_degraded_packets = t.rotate_after_degraded_packets});
     p.rto = t.min_rto_ns;
     p.stats.plane = p.plane;
     p.stats.src_port = p.src_port;
