@@ -101,6 +101,55 @@ TEST(PathHealth, LossyPlaneIsMarkedDegraded) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// Uniform loss is the fabric's state, not any one path's: at 5% and 10% on
+// every plane no path may leave active. Each path's loss estimate is noisy
+// (about 130 packets of memory), so a test that compares it with the others'
+// without regard to that noise marks healthy paths degraded and back many
+// times a second.
+TEST(PathHealth, UniformLossDoesNotFlapHealthyPaths) {
+  for (const double loss : {0.05, 0.10}) {
+    SCOPED_TRACE(testing::Message() << "loss " << loss);
+    auto planes = uniform_planes(kPlanes, make_link(25e9, 2 * kUs));
+    for (auto& pl : planes) pl.a_to_b.loss_probability = pl.b_to_a.loss_probability = loss;
+    Harness h(planes, 616);
+    const ConnPair conn = h.connect_metaroce(kPlanes, 1);
+    StreamingWriter w(h, conn, 1, 16, 64 * 1024);
+    w.start();
+    h.run_for(20 * kMs);
+    uint64_t changes = 0, lost = 0;
+    for (size_t i = 0; i < kPlanes; ++i) {
+      changes += path(h, conn.a, i).state_changes;
+      lost += path(h, conn.a, i).lost;
+      EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i;
+    }
+    EXPECT_GT(lost, 1000u) << "the run must see plenty of loss to be a test";
+    EXPECT_LE(changes, 2u) << "healthy paths changed state " << changes << " times";
+    w.stop();
+    ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs));
+    EXPECT_EQ(w.errors(), 0u);
+    EXPECT_EQ(w.verify_failures(), 0u);
+  }
+}
+
+// A path that loses clearly more than the others is still found when the
+// others lose too: 20% on one plane against 3% on the rest.
+TEST(PathHealth, LossierPathAmongLossyPathsIsMarkedDegraded) {
+  auto planes = uniform_planes(kPlanes, make_link(25e9, 2 * kUs));
+  for (auto& pl : planes) pl.a_to_b.loss_probability = pl.b_to_a.loss_probability = 0.03;
+  planes[3].a_to_b.loss_probability = planes[3].b_to_a.loss_probability = 0.2;
+  Harness h(planes, 78);
+  const ConnPair conn = h.connect_metaroce(kPlanes, 1);
+  StreamingWriter w(h, conn, 1, 16, 64 * 1024);
+  w.start();
+  ASSERT_TRUE(h.run_until([&] { return path(h, conn.a, 3).state != mt::PathState::kActive; }, 20 * kMs))
+      << "lossy path never left active";
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i;
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs));
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+}
+
 // A path whose window collapsed after one timeout (a short outage, or on a live
 // host a scheduler hiccup) must earn its share back. When the application, not
 // the windows, limits what is in flight, every other path always has more free

@@ -1,6 +1,9 @@
 // Path health state machine: degraded vs uniform loss, down after RTOs, back up after probes.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <random>
+
 #include "path_health.h"
 
 namespace metaroce::transport {
@@ -9,6 +12,12 @@ namespace {
 HealthParams params() {
   return HealthParams{.loss_gain = 1.0 / 64, .degraded_loss = 0.05, .degraded_ratio = 2.0, .down_after_rtos = 2,
                       .up_after_probes = 2, .rotate_after_degraded_packets = 100};
+}
+
+// The evidence of three other paths that have long seen this loss rate.
+LossEvidence others(double loss) {
+  const double g = params().loss_gain;
+  return LossEvidence{.weighted_losses = 3 * loss, .weight = 3, .weight_sq = 3 * g / (2 - g)};
 }
 
 void feed(PathHealth& h, int delivered, int lost) {
@@ -20,7 +29,57 @@ TEST(PathHealth, UniformLossIsNotThisPathsFault) {
   PathHealth h(params());
   for (int i = 0; i < 200; ++i) {
     feed(h, 9, 1);  // 10% loss ...
-    EXPECT_EQ(h.evaluate(0.10), PathHealth::Action::kNone);  // ... like every other path
+    EXPECT_EQ(h.evaluate(others(0.10)), PathHealth::Action::kNone);  // ... like every other path
+  }
+  EXPECT_EQ(h.state(), PathState::kActive);
+}
+
+// An estimate that starts from nothing is not biased towards 0 (which made
+// every path look clean while it warmed up, and the others' mean low).
+TEST(PathHealth, StartUpEstimateIsUnbiased) {
+  PathHealth h(params());
+  EXPECT_EQ(h.loss(), 0.0);
+  feed(h, 9, 1);
+  EXPECT_NEAR(h.loss(), 0.1, 0.01);
+  EXPECT_NEAR(h.evidence().noise(), 0.1, 0.01) << "ten packets: variance p(1-p)/10";
+}
+
+// Four paths, each with its own seeded Bernoulli loss at the same rate, judged
+// as the connection judges them: no path may leave active. A bare "twice the
+// mean of the others" test made about one state change per 500 packets at 5%.
+TEST(PathHealth, UniformRandomLossNeverDegradesAPath) {
+  for (const double rate : {0.01, 0.05, 0.10, 0.20}) {
+    std::array<PathHealth, 4> paths;
+    paths.fill(PathHealth(params()));
+    std::mt19937_64 rng(1234);
+    for (int i = 0; i < 400'000; ++i) {
+      PathHealth& h = paths[i % paths.size()];
+      if (static_cast<double>(rng() >> 11) * 0x1.0p-53 < rate) h.on_lost();
+      else h.on_delivered();
+      LossEvidence rest;
+      for (const PathHealth& q : paths)
+        if (&q != &h) rest += q.evidence();
+      h.evaluate(rest);
+    }
+    for (const PathHealth& h : paths) {
+      EXPECT_EQ(h.state_changes(), 0u) << "loss " << rate;
+      EXPECT_NEAR(h.loss(), rate, 6 * std::sqrt(rate * (1 - rate) / 127) + 1e-9) << "loss " << rate;
+    }
+  }
+}
+
+// A path degraded under uniform loss (a real burst once) must come back when
+// it loses like the others again, even if that is above degraded_loss / 2.
+TEST(PathHealth, DegradedPathRecoversWhenItLosesLikeTheOthers) {
+  PathHealth h(params());
+  for (int i = 0; i < 100; ++i) {
+    feed(h, 1, 1);  // 50%
+    h.evaluate(others(0.10));
+  }
+  ASSERT_EQ(h.state(), PathState::kDegraded);
+  for (int i = 0; i < 100 && h.state() != PathState::kActive; ++i) {
+    feed(h, 9, 1);  // 10%, like the others
+    h.evaluate(others(0.10));
   }
   EXPECT_EQ(h.state(), PathState::kActive);
 }
@@ -29,13 +88,13 @@ TEST(PathHealth, LossierThanOthersIsDegradedThenRecovers) {
   PathHealth h(params());
   for (int i = 0; i < 100; ++i) {
     feed(h, 4, 1);  // 20%
-    h.evaluate(0.0);
+    h.evaluate(others(0.0));
   }
   EXPECT_EQ(h.state(), PathState::kDegraded);
   EXPECT_GT(h.loss(), 0.05);
   for (int i = 0; i < 400 && h.state() != PathState::kActive; ++i) {
     feed(h, 1, 0);
-    h.evaluate(0.0);
+    h.evaluate(others(0.0));
   }
   EXPECT_EQ(h.state(), PathState::kActive);
   EXPECT_EQ(h.state_changes(), 2u);
@@ -46,7 +105,7 @@ TEST(PathHealth, PersistentDegradationRotatesEntropy) {
   int rotations = 0;
   for (int i = 0; i < 1000; ++i) {
     feed(h, 1, 1);  // 50% loss, never improves
-    if (h.evaluate(0.0) == PathHealth::Action::kRotateEntropy) ++rotations;
+    if (h.evaluate(others(0.0)) == PathHealth::Action::kRotateEntropy) ++rotations;
   }
   EXPECT_GE(rotations, 5);
 }
@@ -58,9 +117,9 @@ TEST(PathHealth, DownAfterConsecutiveRtosUpAfterProbes) {
   EXPECT_EQ(h.on_rto(), PathHealth::Action::kRotateEntropy);
   EXPECT_EQ(h.state(), PathState::kDown);
   EXPECT_EQ(h.on_rto(), PathHealth::Action::kNone);  // already down: no second rotation
-  h.evaluate(0.0);  // first answered probe
+  h.evaluate(others(0.0));  // first answered probe
   EXPECT_EQ(h.state(), PathState::kDown);
-  h.evaluate(0.0);
+  h.evaluate(others(0.0));
   EXPECT_EQ(h.state(), PathState::kActive);
   EXPECT_TRUE(h.became_active());
   EXPECT_FALSE(h.became_active());  // an edge, consumed once
@@ -69,7 +128,7 @@ TEST(PathHealth, DownAfterConsecutiveRtosUpAfterProbes) {
 TEST(PathHealth, AnAckBetweenRtosResetsTheCount) {
   PathHealth h(params());
   h.on_rto();
-  h.evaluate(0.0);
+  h.evaluate(others(0.0));
   h.on_rto();
   EXPECT_EQ(h.state(), PathState::kActive);
 }
@@ -82,7 +141,7 @@ TEST(PathHealth, TimeoutsWhileEveryPathIsSilentAreNoEvidence) {
   EXPECT_EQ(h.on_rto(/*others_answered=*/false), PathHealth::Action::kNone);
   EXPECT_EQ(h.on_rto(false), PathHealth::Action::kNone);
   EXPECT_EQ(h.state(), PathState::kActive) << "two silent timeouts are a stall, not a dead path";
-  h.evaluate(0.0);  // the stall ends: answered again
+  h.evaluate(others(0.0));  // the stall ends: answered again
   for (uint32_t i = 0; i + 1 < 2 + PathHealth::kSilentExtraRtos; ++i) EXPECT_EQ(h.on_rto(false), PathHealth::Action::kNone);
   EXPECT_EQ(h.state(), PathState::kActive);
   EXPECT_EQ(h.on_rto(false), PathHealth::Action::kRotateEntropy) << "a silence this long is a dead path";

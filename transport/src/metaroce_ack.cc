@@ -87,12 +87,12 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   // A fully acknowledged request now waits on the watermark: arm its timer.
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
   // Health.
-  double others = 0;
+  // The other live paths' loss, pooled; a down path's loss is its own, not the fabric's.
+  LossEvidence others;
   for (const Path& q : paths_)
-    if (&q != &p) others += q.health.loss();
-  const double mean = paths_.size() > 1 ? others / static_cast<double>(paths_.size() - 1) : 0.0;
+    if (&q != &p && q.health.state() != PathState::kDown) others += q.health.evidence();
   const PathState before = p.health.state();
-  if (p.health.evaluate(mean) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
+  if (p.health.evaluate(others) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
   note_state(p, before);
 }
 

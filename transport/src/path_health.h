@@ -1,24 +1,45 @@
-// Path health: active -> degraded (keeps losing, clearly more than the other
-// paths) -> down (consecutive retransmission timeouts while other paths are
+// Path health: active -> degraded (keeps losing, clearly and significantly
+// more than the other live paths) -> down (consecutive retransmission timeouts while other paths are
 // answered), and back: a degraded
 // path recovers when its loss falls, a down path after answered probes. A path
 // that stays degraded has its entropy rotated (new UDP source port) so ECMP
 // moves it to another route; a path that goes down is rotated at once.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "metaroce/transport/endpoint.h"  // PathState
 
 namespace metaroce::transport {
 
+// Values come from TransportTuning (and kLossGain): no defaults here, so a
+// default lives in one place only.
 struct HealthParams {
-  double loss_gain = 1.0 / 64;       // EWMA gain per resolved packet
-  double degraded_loss = 0.05;
-  double degraded_ratio = 2.0;
-  uint32_t down_after_rtos = 2;
-  uint32_t up_after_probes = 2;
-  uint32_t rotate_after_degraded_packets = 512;
+  double loss_gain = 0;  // EWMA gain per resolved packet
+  double degraded_loss = 0;
+  double degraded_ratio = 0;
+  uint32_t down_after_rtos = 0;
+  uint32_t up_after_probes = 0;
+  uint32_t rotate_after_degraded_packets = 0;
+};
+
+// What a set of paths has seen: the (bias-corrected) exponentially weighted
+// loss and the weights behind it, so that the loss estimate of several paths
+// pooled and the noise of that estimate follow from sums.
+struct LossEvidence {
+  double weighted_losses = 0;  // sum of w_k * lost_k over resolved packets k
+  double weight = 0;           // sum of w_k
+  double weight_sq = 0;        // sum of w_k^2
+  LossEvidence& operator+=(const LossEvidence& o) {
+    weighted_losses += o.weighted_losses;
+    weight += o.weight;
+    weight_sq += o.weight_sq;
+    return *this;
+  }
+  double loss() const { return weight > 0 ? weighted_losses / weight : 0.0; }
+  // Variance of loss() per unit of p(1 - p): 1/n for n equally weighted packets.
+  double noise() const { return weight > 0 ? weight_sq / (weight * weight) : 1.0; }
 };
 
 class PathHealth {
@@ -27,23 +48,47 @@ class PathHealth {
 
   enum class Action : uint8_t { kNone, kRotateEntropy };
 
-  void on_delivered() { loss_ *= (1 - p_.loss_gain); }
-  void on_lost() { loss_ = loss_ * (1 - p_.loss_gain) + p_.loss_gain; }
+  // How far above the other paths' loss, in standard deviations of the
+  // difference, this path's loss must be to count as evidence against it.
+  // Every path's estimate is noisy (about 2/loss_gain packets of memory): at
+  // 5% uniform loss a bare "twice the others" test is crossed by chance many
+  // times a second and marks healthy paths degraded. At 5 sigma a healthy
+  // path leaves active about once in 10^5 estimate windows; a path losing
+  // clearly more than the others is still found within a few hundred packets.
+  static constexpr double kEvidenceSigmas = 5.0;
+  // A degraded path comes back when it is within this many sigmas of the others.
+  static constexpr double kRecoverSigmas = 1.0;
 
-  // After an ACK on a live path: re-evaluate against the mean loss of the
-  // other paths (uniform loss everywhere is the fabric's state, not this path's).
-  Action evaluate(double others_mean_loss) {
+  void on_delivered() { record(0.0); }
+  void on_lost() { record(1.0); }
+
+  // After an ACK on a live path: judge this path against the pooled evidence
+  // of the other live paths (uniform loss everywhere is the fabric's state,
+  // not this path's).
+  Action evaluate(const LossEvidence& others) {
     consecutive_rtos_ = 0;
     if (state_ == PathState::kDown) {
       if (++probe_acks_ >= p_.up_after_probes) set(PathState::kActive);
       return Action::kNone;
     }
-    const bool bad = loss_ > p_.degraded_loss && loss_ > p_.degraded_ratio * others_mean_loss;
+    const double loss = ev_.loss(), others_loss = others.loss();
+    // Null hypothesis: this path loses like the others, at their pooled rate.
+    // Its noise is that of both estimates; with no evidence from the others
+    // (one path, or all others fresh) the difference is as uncertain as one
+    // packet. One pseudo-loss and one pseudo-delivery keep p0 off 0 and 1,
+    // where the variance would vanish and a first lost packet would count as proof.
+    LossEvidence all = ev_;
+    all += others;
+    const double p0 = (all.weighted_losses + p_.loss_gain) / (all.weight + 2 * p_.loss_gain);
+    const double sigma = std::sqrt(p0 * (1 - p0) * (ev_.noise() + others.noise()));
+    const double excess = loss - others_loss;
+    const bool bad = loss > p_.degraded_loss && loss > p_.degraded_ratio * others_loss && excess > kEvidenceSigmas * sigma;
+    const bool good = loss < p_.degraded_loss / 2 || excess < kRecoverSigmas * sigma;
     if (bad && state_ == PathState::kActive) set(PathState::kDegraded);
-    else if (!bad && state_ == PathState::kDegraded && loss_ < p_.degraded_loss / 2) set(PathState::kActive);
+    else if (good && state_ == PathState::kDegraded) set(PathState::kActive);
     if (state_ == PathState::kDegraded && ++degraded_packets_ >= p_.rotate_after_degraded_packets) {
       degraded_packets_ = 0;
-      loss_ = others_mean_loss;  // judge the new route afresh
+      ev_ = {};  // judge the new route afresh
       return Action::kRotateEntropy;
     }
     return Action::kNone;
@@ -66,30 +111,42 @@ class PathHealth {
   }
 
   PathState state() const { return state_; }
-  double loss() const { return loss_; }
+  double loss() const { return ev_.loss(); }
+  const LossEvidence& evidence() const { return ev_; }
   uint64_t state_changes() const { return changes_; }
-  bool became_active() {  // edge, consumed by the caller to reset the window
+  bool became_active() {  // edge, back from down, consumed by the caller to reset the window
     const bool b = became_active_;
     became_active_ = false;
     return b;
   }
 
  private:
+  // Exponential weighting with the weights kept explicitly: dividing by their
+  // sum removes the start-up bias of an EWMA that begins at 0, and their
+  // squares give the estimate's noise, large while few packets are in it.
+  void record(double lost) {
+    const double keep = 1 - p_.loss_gain;
+    ev_.weighted_losses = ev_.weighted_losses * keep + p_.loss_gain * lost;
+    ev_.weight = ev_.weight * keep + p_.loss_gain;
+    ev_.weight_sq = ev_.weight_sq * keep * keep + p_.loss_gain * p_.loss_gain;
+  }
+
   void set(PathState s) {
     if (s == state_) return;
+    const PathState from = state_;
     state_ = s;
     ++changes_;
     degraded_packets_ = 0;
     probe_acks_ = 0;
-    if (s == PathState::kActive) {
-      loss_ = 0;
+    if (from == PathState::kDown && s == PathState::kActive) {
+      ev_ = {};  // what the path lost before it went down says nothing about it now
       became_active_ = true;
     }
   }
 
   HealthParams p_;
   PathState state_ = PathState::kActive;
-  double loss_ = 0;
+  LossEvidence ev_;
   uint32_t consecutive_rtos_ = 0, probe_acks_ = 0, degraded_packets_ = 0;
   uint64_t changes_ = 0;
   bool became_active_ = false;
