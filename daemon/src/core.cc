@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "metaroce/lab/config.h"
+#include "request_limits.h"
 
 namespace metaroce::daemon {
 namespace {
@@ -49,13 +50,10 @@ v1::PathState to_proto(transport::PathState s) {
   return v1::PATH_STATE_UNSPECIFIED;
 }
 
+// A caller's string is echoed only through quote_value (request_limits.h),
+// which bounds it, so a message stays well inside gRPC's metadata limit.
 grpc::Status invalid(const std::string& field, const std::string& what) {
-  // Request strings are bounded (request_limits.h); this keeps any message
-  // well inside gRPC's metadata limit whatever a caller echoes into it.
-  constexpr size_t kMaxMessage = 1024;
-  std::string m = field + ": " + what;
-  if (m.size() > kMaxMessage) m = m.substr(0, kMaxMessage) + "...";
-  return {grpc::StatusCode::INVALID_ARGUMENT, m};
+  return {grpc::StatusCode::INVALID_ARGUMENT, field + ": " + what};
 }
 
 // ------------------------------------------------------------------ peers
@@ -491,9 +489,9 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
   v1::ConnectionParams params;
   if (auto s = resolve_params(req.params(), &params); !s.ok()) return s;
   const auto peer_ip = wire::parse_ipv4(req.requester_endpoint().c_str());
-  if (!peer_ip) return invalid("requester_endpoint", "must be an IPv4 address (got '" + req.requester_endpoint() + "')");
+  if (!peer_ip) return invalid("requester_endpoint", "must be an IPv4 address (got " + quote_value(req.requester_endpoint()) + ")");
   const auto peer_mac = wire::parse_mac(req.requester_mac().c_str());
-  if (!peer_mac) return invalid("requester_mac", "must be a MAC address (got '" + req.requester_mac() + "')");
+  if (!peer_mac) return invalid("requester_mac", "must be a MAC address (got " + quote_value(req.requester_mac()) + ")");
   if (req.requester_id() == 0 || req.requester_id() > 0xFFFFFF)
     return invalid("requester_id", range_text(1, 0xFFFFFF, req.requester_id()));
   if (req.requester_udp_port() == 0 || req.requester_udp_port() > 65535)
@@ -506,27 +504,24 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
     if (conns_.size() >= config_.endpoint->max_connections)
       return {grpc::StatusCode::RESOURCE_EXHAUSTED, "connections: endpoint.max_connections reached"};
   }
-  // The responder's target region and receive buffers (Responder::create), held
-  // against the budget for as long as the connection lives.
-  const SlotLayout layout = make_layout(params.streams(), params.queue_depth(), params.max_message_bytes());
-  const uint64_t responder_bytes =
-      layout.target_bytes() + uint64_t{params.streams()} * 2 * params.queue_depth() * req.recv_message_bytes();
-  std::string budget_error;
-  auto reservation = memory_budget_.reserve(responder_bytes, "accepting this connection", &budget_error);
-  if (!reservation) return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_error};
-  const uint32_t id = allocate_id();
-  const uint32_t planes =
-      std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
-  const transport::ConnectionConfig cc =
-      connection_config(params, id, req.requester_id(), *peer_ip, *peer_mac,
-                        static_cast<uint16_t>(req.requester_udp_port()), planes);
   Responder::Spec rs;
-  rs.conn = id;
   rs.streams = static_cast<uint16_t>(params.streams());
   rs.queue_depth = params.queue_depth();
   rs.max_message_bytes = params.max_message_bytes();
   rs.recv_message_bytes = req.recv_message_bytes();
   rs.seed = req.seed();
+  // The responder's memory, held against the budget for as long as the connection lives.
+  std::string budget_error;
+  auto reservation =
+      memory_budget_.reserve(Responder::memory_bytes(rs), "accepting this connection", &budget_error);
+  if (!reservation) return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_error};
+  const uint32_t id = allocate_id();
+  rs.conn = id;
+  const uint32_t planes =
+      std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
+  const transport::ConnectionConfig cc =
+      connection_config(params, id, req.requester_id(), *peer_ip, *peer_mac,
+                        static_cast<uint16_t>(req.requester_udp_port()), planes);
   struct Result {
     std::string error;
     std::shared_ptr<Responder> responder;
@@ -733,7 +728,7 @@ grpc::Status DaemonCore::verify(const v1::VerifyRequest& req, v1::VerifyResponse
     resp = it->second.responder;
   }
   const auto op = parse_operation(req.operation());
-  if (!op) return invalid("operation", "must be one of write, write_imm, read, send, fetch_add, cmp_swap (got '" + req.operation() + "')");
+  if (!op) return invalid("operation", "must be one of write, write_imm, read, send, fetch_add, cmp_swap (got " + quote_value(req.operation()) + ")");
   if (req.phases_size() == 0) return invalid("phases", "needs at least one phase (the job's sizes in order)");
   std::vector<VerifyPhase> phases;
   for (int i = 0; i < req.phases_size(); ++i) {
@@ -788,7 +783,7 @@ grpc::Status DaemonCore::register_region(const v1::RegisterRegionRequest& req, v
     bool known = false;
     for (const auto& [name, bit] : kAccessNames)
       if (a == name) access |= bit, known = true;
-    if (!known) return invalid("access", "must be among local_write, remote_write, remote_read, remote_atomic (got '" + a + "')");
+    if (!known) return invalid("access", "must be among local_write, remote_write, remote_read, remote_atomic (got " + quote_value(a) + ")");
   }
   std::string budget_error;
   auto reservation = memory_budget_.reserve(req.length_bytes(), "this region", &budget_error);

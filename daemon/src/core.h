@@ -135,6 +135,8 @@ class DaemonCore {
   size_t expire_half_open(int64_t now_ns);
   FabricRuntime* fabric() { return fabric_.get(); }
   int64_t uptime_ns() const;
+  // Open Watch streams; services.cc bounds them (WatchSlot).
+  std::atomic<int>& watch_streams() { return watch_streams_; }
 
  private:
   friend struct JobRunner;
@@ -189,9 +191,7 @@ class DaemonCore {
   std::map<uint64_t, std::shared_ptr<JobRecord>> jobs_;
   uint64_t next_job_ = 1;
   std::atomic<bool> shutting_down_{false};
-
- public:
-  std::atomic<int> watch_streams{0};  // open Watch streams (services.cc bounds them)
+  std::atomic<int> watch_streams_{0};
 };
 
 grpc::Status invalid(const std::string& field, const std::string& what);

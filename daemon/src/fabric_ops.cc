@@ -3,6 +3,7 @@
 
 #include "core.h"
 #include "metaroce/daemon/fabric_api.h"
+#include "request_limits.h"
 
 namespace metaroce::daemon {
 namespace {
@@ -37,7 +38,7 @@ grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSectio
   if (in.direction().empty() || in.direction() == "both") out->direction = emulator::LinkSelector::Direction::kBoth;
   else if (in.direction() == "a_to_b") out->direction = emulator::LinkSelector::Direction::kAToB;
   else if (in.direction() == "b_to_a") out->direction = emulator::LinkSelector::Direction::kBToA;
-  else return invalid(field + ".direction", "must be both, a_to_b or b_to_a (got '" + in.direction() + "')");
+  else return invalid(field + ".direction", "must be both, a_to_b or b_to_a (got " + quote_value(in.direction()) + ")");
   if (in.has_host_a() != in.has_host_b()) return invalid(field + ".host_a", "host_a and host_b go together (a host pair)");
   if (in.has_host_a()) {
     if (in.host_a() >= f.hosts || in.host_b() >= f.hosts || in.host_a() == in.host_b())
@@ -58,7 +59,7 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
   }
   if (in.has_prop_delay_ns()) {
     if (in.prop_delay_ns() < 0 || in.prop_delay_ns() > kHourNs)
-      return invalid(field + ".prop_delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(in.prop_delay_ns()) + ")");
+      return invalid(field + ".prop_delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(in.prop_delay_ns()) + ")");
     out->prop_delay_ns = in.prop_delay_ns();
   }
   if (in.has_queue_limit_bytes()) {
@@ -95,7 +96,7 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     else if (m.kind() == "correlated") l.kind = K::kCorrelated;
     else if (m.kind() == "gilbert_elliott") l.kind = K::kGilbertElliott;
     else if (m.kind() == "four_state") l.kind = K::kFourState;
-    else return invalid(field + ".loss.kind", "must be none, bernoulli, correlated, gilbert_elliott or four_state (got '" + m.kind() + "')");
+    else return invalid(field + ".loss.kind", "must be none, bernoulli, correlated, gilbert_elliott or four_state (got " + quote_value(m.kind()) + ")");
     for (auto [v, n] : {std::pair{m.probability(), "probability"}, {m.correlation(), "correlation"}, {m.p(), "p"},
                         {m.r(), "r"}, {m.h(), "h"}, {m.k(), "k"}, {m.p14(), "p14"}})
       if (auto s = prob(v, field + ".loss." + n); !s.ok()) return s;
@@ -114,9 +115,9 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     const auto& d = in.delay();
     emulator::DelayConfig c;
     if (d.delay_ns() < 0 || d.delay_ns() > kHourNs)
-      return invalid(field + ".delay.delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(d.delay_ns()) + ")");
+      return invalid(field + ".delay.delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(d.delay_ns()) + ")");
     if (d.jitter_ns() < 0 || d.jitter_ns() > kHourNs)
-      return invalid(field + ".delay.jitter_ns", "must be in [0, 3600000000000] (got " + std::to_string(d.jitter_ns()) + ")");
+      return invalid(field + ".delay.jitter_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(d.jitter_ns()) + ")");
     c.delay_ns = d.delay_ns();
     c.jitter_ns = d.jitter_ns();
     using D = emulator::DelayConfig::Distribution;
@@ -124,7 +125,7 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     else if (d.distribution() == "normal") c.distribution = D::kNormal;
     else if (d.distribution() == "pareto") c.distribution = D::kPareto;
     else if (d.distribution() == "paretonormal") c.distribution = D::kParetoNormal;
-    else return invalid(field + ".delay.distribution", "must be uniform, normal, pareto or paretonormal (got '" + d.distribution() + "')");
+    else return invalid(field + ".delay.distribution", "must be uniform, normal, pareto or paretonormal (got " + quote_value(d.distribution()) + ")");
     if (!(d.correlation() >= 0 && d.correlation() < 1))
       return invalid(field + ".delay.correlation", "must be in [0, 1) (got " + std::to_string(d.correlation()) + ")");
     c.correlation = d.correlation();
@@ -149,7 +150,7 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
   }
   if (in.has_reorder_delay_ns()) {
     if (in.reorder_delay_ns() < 0 || in.reorder_delay_ns() > kHourNs)
-      return invalid(field + ".reorder_delay_ns", "must be in [0, 3600000000000] (got " + std::to_string(in.reorder_delay_ns()) + ")");
+      return invalid(field + ".reorder_delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(in.reorder_delay_ns()) + ")");
     out->reorder_delay_ns = in.reorder_delay_ns();
   }
   if (in.has_duplicate_probability()) {

@@ -57,7 +57,7 @@ class DaemonService final : public v1::Daemon::Service {
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                      grpc::ServerWriter<v1::WatchEvent>* writer) override {
     METAROCE_AUTH(ctx, req);
-    const WatchSlot slot(core_.watch_streams);
+    const WatchSlot slot(core_.watch_streams());
     if (!slot.held()) return WatchSlot::refused();
     int64_t interval = req->interval_ns() == 0 ? 1'000'000'000 : req->interval_ns();
     if (interval < 10'000'000 || interval > 60'000'000'000)
@@ -209,7 +209,7 @@ class TrafficService final : public v1::Traffic::Service {
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                      grpc::ServerWriter<v1::JobProgress>* writer) override {
     METAROCE_AUTH(ctx, req);
-    const WatchSlot slot(core_.watch_streams);
+    const WatchSlot slot(core_.watch_streams());
     if (!slot.held()) return WatchSlot::refused();
     size_t seen = 0;
     std::atomic<bool> cancelled{false};

@@ -604,6 +604,17 @@ Responder::~Responder() {
 
 uint64_t Responder::target_addr() const { return reinterpret_cast<uint64_t>(target_.data()); }
 
+namespace {
+uint64_t responder_recv_bytes(const Responder::Spec& spec) {
+  return uint64_t{spec.streams} * 2 * spec.queue_depth * spec.recv_message_bytes;
+}
+}  // namespace
+
+uint64_t Responder::memory_bytes(const Spec& spec) {
+  return make_layout(spec.streams, spec.queue_depth, spec.max_message_bytes).target_bytes() +
+         responder_recv_bytes(spec);
+}
+
 std::unique_ptr<Responder> Responder::create(transport::Endpoint& ep, const Spec& spec, std::string* error) {
   const auto invalid = [&](std::string msg) {
     fail(error, std::move(msg));
@@ -620,7 +631,7 @@ std::unique_ptr<Responder> Responder::create(transport::Endpoint& ep, const Spec
                           "%" PRIu64 " bytes, above the %" PRIu64 "-byte limit",
                           layout.target_bytes(), kMaxRegionBytes));
   const uint32_t recvs_per_stream = 2 * spec.queue_depth;
-  const uint64_t recv_bytes = uint64_t{spec.streams} * recvs_per_stream * spec.recv_message_bytes;
+  const uint64_t recv_bytes = responder_recv_bytes(spec);
   if (recv_bytes > kMaxRegionBytes)
     return invalid(format("recv_message_bytes: streams x 2 x queue_depth receives of %u bytes exceed the %" PRIu64
                           "-byte limit",

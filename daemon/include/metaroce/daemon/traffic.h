@@ -212,6 +212,9 @@ class Responder {
     uint64_t seed = 1;
   };
   static std::unique_ptr<Responder> create(transport::Endpoint& ep, const Spec& spec, std::string* error);
+  // The memory create() allocates for this spec: the target region and the
+  // receive buffers. What the daemon holds against its memory budget.
+  static uint64_t memory_bytes(const Spec& spec);
   ~Responder();
 
   uint32_t conn() const { return spec_.conn; }
