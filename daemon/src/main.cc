@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "core.h"
+#include "request_limits.h"
 #include "services.h"
 
 namespace md = metaroce::daemon;
@@ -142,6 +143,11 @@ int main(int argc, char** argv) {
       creds = grpc::InsecureServerCredentials();
     }
     builder.AddListeningPort(ctl.tcp, creds, &tcp_port);
+  }
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(std::make_unique<md::UndecodableRequestInterceptorFactory>());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
   auto services = md::make_services(core);
   for (auto& s : services) builder.RegisterService(s.get());

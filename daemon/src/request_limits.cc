@@ -74,4 +74,35 @@ std::string quote_value(std::string_view value) {
   return out;
 }
 
+namespace {
+
+class UndecodableRequestInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit UndecodableRequestInterceptor(const char* method) : method_(method ? method : "") {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    using Hook = grpc::experimental::InterceptionHookPoints;
+    // The server sets a null message here when the request's bytes did not decode.
+    if (m->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE) && m->GetRecvMessage() == nullptr) undecodable_ = true;
+    if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS) && undecodable_ &&
+        m->GetSendStatus().error_code() == grpc::StatusCode::INTERNAL)
+      m->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       "request: not a valid " + quote_value(method_) +
+                                           " request (the bytes do not decode as its protobuf message; "
+                                           "string fields must be UTF-8)"));
+    m->Proceed();
+  }
+
+ private:
+  std::string method_;
+  bool undecodable_ = false;
+};
+
+}  // namespace
+
+grpc::experimental::Interceptor* UndecodableRequestInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  return new UndecodableRequestInterceptor(info->method());
+}
+
 }  // namespace metaroce::daemon

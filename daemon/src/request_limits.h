@@ -7,6 +7,7 @@
 
 #include <google/protobuf/message.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <cstddef>
 #include <string>
@@ -29,5 +30,15 @@ grpc::Status check_request_strings(const google::protobuf::Message& request);
 // 'value' for an error message: at most kMaxQuotedValueChars characters, control
 // characters shown as '?', and "... (N bytes)" when cut.
 std::string quote_value(std::string_view value);
+
+// A request the server cannot decode (not protobuf, or a string field that is
+// not UTF-8) never reaches a handler; gRPC answers it with INTERNAL and an
+// empty message, which reads as a daemon fault. This interceptor turns that
+// answer into INVALID_ARGUMENT saying which method's request could not be
+// decoded. Installed on the server (ServerBuilder::experimental()).
+class UndecodableRequestInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override;
+};
 
 }  // namespace metaroce::daemon

@@ -215,6 +215,10 @@ SweepResult sweep_every_method(const std::string& address, const std::string& to
         const std::string msg = s.error_message();
         if (!c.undecodable && (code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::UNKNOWN))
           res.problems.push_back(where + "unhandled error, code " + std::to_string(code) + ": " + msg.substr(0, 200));
+        // An undecodable request is the caller's error, said as such and naming the method.
+        if (c.undecodable && (code != grpc::StatusCode::INVALID_ARGUMENT || msg.find(md->name()) == std::string::npos))
+          res.problems.push_back(where + "undecodable request answered with code " + std::to_string(code) + " '" +
+                                 msg.substr(0, 200) + "', not INVALID_ARGUMENT naming the method");
         if (code == grpc::StatusCode::DEADLINE_EXCEEDED) res.problems.push_back(where + "no answer within 15 s");
         if (msg.size() > 2048 || msg.find('\n') != std::string::npos)
           res.problems.push_back(where + "message not one short line (" + std::to_string(msg.size()) + " bytes)");
