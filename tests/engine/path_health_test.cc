@@ -150,6 +150,30 @@ TEST(PathHealth, LossierPathAmongLossyPathsIsMarkedDegraded) {
   EXPECT_EQ(w.verify_failures(), 0u);
 }
 
+// Slow links: one 4 KiB packet takes 330 us to serialise at 100 Mb/s, more
+// than min_rto (200 us), and a path's first flight several times that. Before
+// its first RTT sample a path must not time out on that (every path did): its
+// first timer runs for initial_rto_ns. And a tail-loss probe re-arms the RTO
+// (it needs a round trip to be answered). At 2% loss, no timeouts at all.
+TEST(PathHealth, NoTimeoutsOnSlowLinksAtStartOrFromTailLoss) {
+  auto planes = uniform_planes(kPlanes, make_link(100e6, 5 * kUs));
+  for (auto& pl : planes) pl.a_to_b.loss_probability = pl.b_to_a.loss_probability = 0.02;
+  Harness h(planes, 99);
+  const ConnPair conn = h.connect_metaroce(2 * kPlanes, 1);
+  StreamingWriter w(h, conn, 1, 16, 64 * 1024);
+  w.start();
+  h.run_for(50 * kMs);
+  const auto st = h.ep(kA).stats(conn.a);
+  uint64_t lost = 0;
+  for (const auto& p : st.paths) lost += p.lost;
+  EXPECT_GT(lost, 10u) << "the run must see losses to be a test";
+  EXPECT_EQ(st.rtos, 0u) << lost << " packets lost";
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 100 * kMs));
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+}
+
 // A path whose window collapsed after one timeout (a short outage, or on a live
 // host a scheduler hiccup) must earn its share back. When the application, not
 // the windows, limits what is in flight, every other path always has more free

@@ -310,7 +310,11 @@ jobs:
     EXPECT_TRUE(small.verified && big.verified);
   }
   {
-    const Report r = run_scenario_sim(parse(head + "sweep: {parameter: skew, values: [0, 200us]}\n"));
+    // 5 ms simulated (not the default 1 ms): plane p's links get p x 200 us,
+    // so plane 3's round trip is well over 1 ms, and in a 1 ms run messages
+    // completed only by way of early (spurious) timeouts.
+    const Report r =
+        run_scenario_sim(parse(head + "sweep: {parameter: skew, values: [0, 200us]}\nsim: {time_scale: 0.01}\n"));
     const RunResult& none = *find_run(r, "m", 0);
     const RunResult& skewed = *find_run(r, "m", 200000);
     EXPECT_EQ(skewed.sweep_parameter, "skew_ns");

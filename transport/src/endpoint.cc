@@ -135,6 +135,7 @@ std::string validate(const ConnectionConfig& c) {
   if (t.reorder_threshold == 0 || t.reorder_threshold > 128)
     return range_error("tuning.reorder_threshold", 1, 128, t.reorder_threshold);
   if (t.min_rto_ns <= 0 || t.max_rto_ns < t.min_rto_ns) return "tuning.min_rto_ns: must be > 0 and <= max_rto_ns";
+  if (t.initial_rto_ns <= 0) return "tuning.initial_rto_ns: must be > 0 (it is used within [min_rto_ns, max_rto_ns])";
   if (t.ack_every == 0 || t.ack_every > 64) return range_error("tuning.ack_every", 1, 64, t.ack_every);
   if (t.rocev2_window_packets == 0 || t.rocev2_window_packets > (1u << 22))
     return range_error("tuning.rocev2_window_packets", 1, 1u << 22, t.rocev2_window_packets);

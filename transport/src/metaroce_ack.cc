@@ -73,9 +73,10 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   const uint32_t echo = b.echo_ts.get();
   const uint32_t rtt32 = static_cast<uint32_t>(now) - echo;
   if (echo != 0 && rtt32 < 1'000'000'000u) update_rtt(p, static_cast<double>(rtt32));
-  p.last_ack_at = now;
+  p.rto_armed_at = now;
   p.last_answered_at = now;
   p.backoff = 0;
+  p.tail_probe_rearmed = false;
   p.probe_backoff = 0;
   if (p.inflight > 0) p.pto_at = now + pto(p);
   else p.pto_at = kNever;

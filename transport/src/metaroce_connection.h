@@ -132,11 +132,16 @@ struct Path {
   double srtt = 0, rttvar = 0;
   Nanos rto = 0;
   uint32_t backoff = 0;
-  Nanos last_ack_at = 0;
-  Nanos last_answered_at = 0;  // the last ACK received on this path (last_ack_at is also moved by timeouts)
+  // When the RTO timer last started: an ACK, an RTO, the first packet in
+  // flight, or the first tail-loss probe since the last ACK (RFC 8985 7.3:
+  // the probe needs a round trip to be answered, so the RTO must not fire
+  // before it can be; only once, so that a dead path still times out).
+  Nanos rto_armed_at = 0;
+  Nanos last_answered_at = 0;  // the last ACK received on this path
   Nanos next_probe_at = 0;
   uint32_t probe_backoff = 0;  // unanswered probes of a down path (doubles its probe interval)
   Nanos pto_at = kNever;
+  bool tail_probe_rearmed = false;  // the RTO was re-armed for a tail-loss probe since the last ACK (once only)
   bool probe_due = false;
   uint16_t probe_stream = 0;
   // Receiver.

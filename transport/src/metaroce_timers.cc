@@ -12,7 +12,7 @@ void MetaRoceConnection::service_timers(Nanos now) {
   Nanos next = kNever;
   for (Path& p : paths_) {
     if (p.inflight > 0 && p.health.state() != PathState::kDown) {
-      const Nanos rto_at = p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8));
+      const Nanos rto_at = p.rto_armed_at + (p.rto << std::min<uint32_t>(p.backoff, 8));
       if (now >= rto_at) {
         on_rto(p, now);
       } else if (p.pto_at != kNever && now >= p.pto_at) {
@@ -20,6 +20,10 @@ void MetaRoceConnection::service_timers(Nanos now) {
         p.probe_due = true;
         p.probe_stream = 0;
         p.pto_at = now + pto(p) * 2;
+        if (!p.tail_probe_rearmed) {
+          p.rto_armed_at = now;
+          p.tail_probe_rearmed = true;
+        }
       }
     }
     if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
@@ -32,7 +36,7 @@ void MetaRoceConnection::service_timers(Nanos now) {
       ++p.probe_backoff;
     }
     if (p.inflight > 0 && p.health.state() != PathState::kDown) {
-      next = std::min(next, p.last_ack_at + (p.rto << std::min<uint32_t>(p.backoff, 8)));
+      next = std::min(next, p.rto_armed_at + (p.rto << std::min<uint32_t>(p.backoff, 8)));
       next = std::min(next, p.pto_at);
     }
     if (p.health.state() == PathState::kDown) next = std::min(next, p.next_probe_at);
@@ -106,7 +110,7 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   advance_floor(p);
   p.cc.on_timeout();
   p.backoff++;
-  p.last_ack_at = now;
+  p.rto_armed_at = now;
   p.pto_at = kNever;
   const PathState before = p.health.state();
   // Evidence against this path: another usable path was answered after this one last was.

@@ -1,6 +1,7 @@
 // MetaRoCE connection, the user-facing side: construction, posting work and
 // receive requests, completions to the user (in post order, flushed after an
 // error), statistics, and make_metaroce_connection.
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -50,7 +51,7 @@ MetaRoceConnection::MetaRoceConnection(Endpoint& ep, const ConnectionConfig& cfg
                                        .down_after_rtos = t.down_after_rtos,
                                        .up_after_probes = t.up_after_probes,
                                        .rotate_after_degraded_packets = t.rotate_after_degraded_packets});
-    p.rto = t.min_rto_ns;
+    p.rto = std::clamp(t.initial_rto_ns, t.min_rto_ns, t.max_rto_ns);
     p.stats.plane = p.plane;
     p.stats.src_port = p.src_port;
   }

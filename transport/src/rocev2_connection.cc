@@ -31,7 +31,7 @@ class RoceConnection final : public Connection {
   RoceConnection(Endpoint& ep, const ConnectionConfig& cfg) : Connection(ep, cfg) {
     wrs_.resize(cfg_.max_outstanding_per_stream);
     posted_.resize(cfg_.recv_window_messages);
-    rto_ = cfg_.tuning.min_rto_ns;
+    rto_ = cfg_.tuning.min_rto_ns;  // a NIC's local ACK timeout is configured, not learned: no initial_rto_ns
     dst_port_ = cfg_.peer_udp_port ? cfg_.peer_udp_port : rv::kUdpPort;
     stats_.transport = TransportKind::kRoCEv2;
     PathStats ps;

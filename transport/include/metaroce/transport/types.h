@@ -98,6 +98,13 @@ struct TransportTuning {
   double dctcp_gain = 1.0 / 16;        // EWMA gain of the CE fraction
   uint32_t reorder_threshold = 1;      // seq distance from the highest SACKed seq at which a hole counts as lost
   Nanos min_rto_ns = 200'000;
+  // RTO before a path's first RTT sample. The first flight's time is unknown
+  // (16 packets of 4 KiB take 2 ms to serialise at 250 Mb/s), so a timer at
+  // min_rto_ns fires on every path at start. RFC 6298 uses 1 s; a data-centre
+  // first flight takes well under this, and only a path whose whole first
+  // flight is lost waits it out. MetaRoCE only: the RoCEv2 baseline starts at
+  // min_rto_ns, as a NIC's configured local ACK timeout does.
+  Nanos initial_rto_ns = 10'000'000;
   Nanos max_rto_ns = 50'000'000;
   Nanos min_pto_ns = 20'000;           // tail-loss probe after max(2 x srtt, this) without ACKs
   uint32_t down_after_rtos = 2;        // consecutive RTOs, while other paths are answered, that mark a path down
