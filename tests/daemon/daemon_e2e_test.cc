@@ -11,192 +11,43 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "metaroce/datapath/port.h"
 #include "grpc_sweep.h"
-#include "test_process.h"
-#include "metaroce/lab/config.h"
-#include "metaroce/lab/ops.h"
+#include "lab_daemons.h"
 
-namespace fs = std::filesystem;
-namespace ml = metaroce::lab;
+using daemon_test::Ctl;
+using daemon_test::Lab;
+using daemon_test::num;
+using daemon_test::skip_reason;
 using daemon_test::slurp;
 using daemon_test::spawn;
 using daemon_test::wait_exit;
+namespace fs = std::filesystem;
+namespace ml = metaroce::lab;
 using nlohmann::json;
 
 namespace {
 
-struct Ctl {
-  int status = -1;
-  std::string out, err;
-  json j() const {
-    try {
-      return json::parse(out);
-    } catch (...) {
-      return json();
-    }
+// After the daemons stopped: no XDP program is left on any of the lab's interfaces.
+void expect_no_xdp_program(const std::string& name) {
+  for (const std::string& ns : std::vector<std::string>{ml::host_netns(name, 0), ml::host_netns(name, 1), ml::fabric_netns(name)}) {
+    const auto links = ml::run_command({"ip", "-n", ns, "-d", "link", "show"});
+    EXPECT_EQ(links.out.find("prog/xdp"), std::string::npos) << ns << ":\n" << links.out;
+    EXPECT_EQ(links.out.find("xdpgeneric"), std::string::npos) << ns << ":\n" << links.out;
   }
-};
-
-std::string skip_reason() {
-  if (geteuid() != 0) return "needs root (network namespaces, AF_XDP)";
-  if (ml::run_command({"ip", "-V"}).status != 0) return "needs iproute2";
-  const auto kinds = metaroce::datapath::supported_port_kinds();
-  if (std::find(kinds.begin(), kinds.end(), "afxdp") == kinds.end()) return "AF_XDP support was not built";
-  const std::string probe = "mrdprobe" + std::to_string(getpid());
-  if (ml::run_command({"ip", "netns", "add", probe}).status != 0) return "cannot create network namespaces here";
-  ml::run_command({"ip", "netns", "del", probe});
-  return {};
 }
 
-// A daemon process: `ip netns exec NS metaroced --config FILE`, output to a log file.
-struct Daemon {
-  pid_t pid = -1;
-  std::string log;
-  std::string socket;
-};
-
-class Lab {
- public:
-  static constexpr uint32_t kPlanes = 2;
-
-  Lab() : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
-    fs::create_directories(dir_);
-    std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 9000\n";
-    std::ofstream(dir_ / "token") << "s3cret-e2e-token-" << getpid() << "\n";
-    token_ = "s3cret-e2e-token-" + std::to_string(getpid());
-    std::string err;
-    auto lab = ml::load_lab_file((dir_ / "lab.yaml").string(), &err);
-    if (!lab) throw std::runtime_error(err);
-    lab_ = *lab;
-    ml::UpReport report;
-    if (!ml::lab_up(lab_, ml::Ip(), &report, &err)) throw std::runtime_error("lab up: " + err);
-    for (uint32_t h = 0; h < 2; ++h) {
-      const std::string cfg = (dir_ / ("h" + std::to_string(h) + ".yaml")).string();
-      std::ofstream(cfg) << "name: h" << h << "\nrole: endpoint\nlab: {file: lab.yaml, host: " << h
-                         << "}\ncontrol:\n  unix_socket: h" << h << ".sock\n  token_file: token\n"
-                         << "endpoint:\n  datapath: afxdp\n  xdp_mode: skb\n  frame_size: 2048\n  mtu_payload: 1024\n"
-                         << "  min_rto_ns: 2ms\n";
-    }
-    std::ofstream(dir_ / "fab.yaml") << "name: fab\nrole: fabric\nlab: {file: lab.yaml, fabric: true}\n"
-                                     << "control:\n  unix_socket: fab.sock\n  token_file: token\n"
-                                     << "metrics: {listen: 127.0.0.1:9464}\n"
-                                     << "fabric:\n  datapath: afxdp\n  ecmp_links: 2\n  seed: 7\n"
-                                     << "  port: {rate_bps: 10e9, prop_delay_ns: 0}\n"
-                                     << "  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us, loss_probability: 0.01}\n";
-    // A constructor that throws runs no destructor: take the lab down here too.
-    try {
-      start("fab", ml::fabric_netns(name_));
-      start("h0", ml::host_netns(name_, 0));
-      start("h1", ml::host_netns(name_, 1));
-    } catch (...) {
-      teardown();
-      throw;
-    }
-  }
-
-  ~Lab() { teardown(); }
-
-  void teardown() {
-    shutdown();
-    std::string err;
-    std::vector<std::string> removed;
-    ml::lab_down(name_, ml::Ip(), &removed, &err);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  void start(const std::string& who, const std::string& netns) {
-    Daemon d;
-    d.log = (dir_ / (who + ".log")).string();
-    d.socket = "unix://" + (dir_ / (who + ".sock")).string();
-    d.pid = spawn({"ip", "netns", "exec", netns, METAROCED_PATH, "--config", (dir_ / (who + ".yaml")).string()}, d.log);
-    daemons_[who] = d;
-    // Ready when it answers (bounded; a daemon that exits early fails at once).
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    for (;;) {
-      if (ctl(who, {"status"}).status == 0) return;
-      int st = 0;
-      if (waitpid(d.pid, &st, WNOHANG) == d.pid) {
-        daemons_[who].pid = -1;
-        throw std::runtime_error(who + " exited at start:\n" + slurp(d.log));
-      }
-      if (std::chrono::steady_clock::now() > until) throw std::runtime_error(who + " not ready in 30 s:\n" + slurp(d.log));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-
-  // SIGTERM every daemon; their exit statuses by name.
-  std::map<std::string, int> shutdown() {
-    std::map<std::string, int> rcs;
-    for (auto& [who, d] : daemons_)
-      if (d.pid > 0) kill(d.pid, SIGTERM);
-    for (auto& [who, d] : daemons_)
-      if (d.pid > 0) {
-        rcs[who] = wait_exit(d.pid, std::chrono::seconds(30));
-        if (rcs[who] < 0) kill(d.pid, SIGKILL), waitpid(d.pid, nullptr, 0);
-        d.pid = -1;
-      }
-    return rcs;
-  }
-
-  Ctl ctl(const std::string& who, std::vector<std::string> args, bool with_token = true) const {
-    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", server(who)};
-    if (with_token) argv.insert(argv.end(), {"--token", token_});
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = ml::run_command(argv);
-    return {r.status, r.out, r.err};
-  }
-  std::string server(const std::string& who) const { return daemons_.at(who).socket; }
-  pid_t pid(const std::string& who) const { return daemons_.at(who).pid; }
-  const std::string& token() const { return token_; }
-  std::string log(const std::string& who) const { return slurp(daemons_.at(who).log); }
-  const std::string& name() const { return name_; }
-  fs::path dir() const { return dir_; }
-
-  // Starts a job on h0 towards h1 and waits for its result (JobInfo JSON).
-  json run_job(std::vector<std::string> args) const {
-    std::vector<std::string> a = {"-o", "json", "traffic", "start", "--peer", server("h1")};
-    a.insert(a.end(), args.begin(), args.end());
-    const Ctl start = ctl("h0", a);
-    EXPECT_EQ(start.status, 0) << start.err << start.out;
-    const json info = start.j();
-    if (!info.contains("id")) return json();
-    const std::string id = info["id"].is_string() ? info["id"].get<std::string>() : std::to_string(info["id"].get<uint64_t>());
-    const Ctl watch = ctl("h0", {"traffic", "watch", id});
-    const Ctl result = ctl("h0", {"-o", "json", "traffic", "result", id});
-    EXPECT_EQ(result.status, 0) << result.err;
-    return result.j();
-  }
-
- private:
-  std::string name_;
-  fs::path dir_;
-  std::string token_;
-  ml::LabConfig lab_;
-  std::map<std::string, Daemon> daemons_;
-};
-
-uint64_t num(const json& j) {
-  if (j.is_string()) return std::stoull(j.get<std::string>());
-  if (j.is_number()) return j.get<uint64_t>();
-  return 0;
+// After the lab was taken down: none of its namespaces is left.
+void expect_no_namespace(const std::string& name) {
+  std::vector<std::string> names;
+  std::string err;
+  ASSERT_TRUE(ml::list_netns(ml::Ip(), &names, &err)) << err;
+  for (const auto& n : names) EXPECT_NE(n.rfind(name + "-", 0), 0u) << n << " left behind";
 }
-
-#define NEED_LAB()                                   \
-  if (auto r = skip_reason(); !r.empty()) GTEST_SKIP() << r
 
 }  // namespace
 
@@ -411,17 +262,10 @@ TEST(DaemonE2E, ShutdownDetachesXdpAndLeavesNoNamespace) {
     for (const auto& [who, rc] : rcs) EXPECT_EQ(rc, 0) << who << " exit status\n" << lab.log(who);
     EXPECT_NE(lab.log("h0").find("final counters"), std::string::npos);
     EXPECT_NE(lab.log("h0").find("XDP programs detached"), std::string::npos);
-    for (const std::string& ns : std::vector<std::string>{ml::host_netns(name, 0), ml::host_netns(name, 1), ml::fabric_netns(name)}) {
-      const auto links = ml::run_command({"ip", "-n", ns, "-d", "link", "show"});
-      EXPECT_EQ(links.out.find("prog/xdp"), std::string::npos) << ns << ":\n" << links.out;
-      EXPECT_EQ(links.out.find("xdpgeneric"), std::string::npos) << ns << ":\n" << links.out;
-    }
+    expect_no_xdp_program(name);
     EXPECT_FALSE(fs::exists(lab.dir() / "h0.sock")) << "socket file removed";
   }
-  std::vector<std::string> names;
-  std::string err;
-  ASSERT_TRUE(ml::list_netns(ml::Ip(), &names, &err)) << err;
-  for (const auto& n : names) EXPECT_NE(n.rfind(name + "-", 0), 0u) << n << " left behind";
+  expect_no_namespace(name);
 }
 
 // Unprivileged: two daemons on the UDP datapath over loopback, controlled over
@@ -619,53 +463,62 @@ TEST(DaemonSoak, LossAndFlapsForMinutesLeakNothing) {
   NEED_LAB();
   const char* env = std::getenv("METAROCE_SOAK_SECONDS");
   const int seconds = env ? std::max(10, std::atoi(env)) : 40;
-  Lab lab;
-  ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--loss", "5%"}).status, 0);
-  ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--plane", "1", "--flap-period", "3s", "--flap-down", "500ms"}).status, 0);
-  std::map<std::string, ProcessUse> idle_before, warm, late, idle_after;
-  const std::vector<std::string> who = {"h0", "h1", "fab"};
-  // A short job first: what the first job creates once and keeps (the channel
-  // to the peer daemon, gRPC's pollers) is not a leak; growth per job would be.
-  const Ctl first = lab.ctl("h0", {"traffic", "run", "--peer", lab.server("h1"), "--op", "write", "--size", "16K",
-                                   "--paths", "4", "--duration", "2s"});
-  ASSERT_EQ(first.status, 0) << first.err;
-  for (const auto& w : who) idle_before[w] = process_use(lab.pid(w));
-  const Ctl start = lab.ctl("h0", {"-o", "json", "traffic", "start", "--peer", lab.server("h1"), "--op", "write",
-                                   "--size", "16K", "--paths", "4", "--duration", std::to_string(seconds) + "s"});
-  ASSERT_EQ(start.status, 0) << start.err;
-  const std::string id = std::to_string(num(start.j()["id"]));
-  // Sampling instants are the test's own clock; the job's state is what is checked.
-  const auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_until(t0 + std::chrono::seconds(5));
-  for (const auto& w : who) warm[w] = process_use(lab.pid(w));
-  std::this_thread::sleep_until(t0 + std::chrono::seconds(seconds - 3));
-  for (const auto& w : who) late[w] = process_use(lab.pid(w));
-  lab.ctl("h0", {"traffic", "watch", id});
-  const json r = lab.ctl("h0", {"-o", "json", "traffic", "result", id}).j();
-  EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r.dump(2).substr(0, 2000);
-  EXPECT_TRUE(r["result"]["verified"].get<bool>()) << r["result"]["verification"];
-  EXPECT_GT(num(r["result"]["retransmits"]), 0u) << "5% loss must have cost retransmissions";
-  EXPECT_GT(num(r["result"]["path_state_changes"]), 0u) << "plane 1 flapped under the job";
-  for (const auto& w : who) idle_after[w] = process_use(lab.pid(w));
-  for (const auto& w : who) {
-    EXPECT_EQ(idle_after[w].threads, idle_before[w].threads) << w << ": threads before and after the job";
-    EXPECT_EQ(idle_after[w].fds, idle_before[w].fds) << w << ": descriptors before and after the job";
-    // Flat after warm-up: at most 8 MiB or 10% more in the job's last seconds than 5 s in.
-    // Not judged under AddressSanitizer: its quarantine keeps freed memory resident by design.
-#if !defined(__SANITIZE_ADDRESS__)
-    const uint64_t allowance = std::max<uint64_t>(8 << 10, warm[w].rss_kib / 10);
-    EXPECT_LE(late[w].rss_kib, warm[w].rss_kib + allowance)
-        << w << ": resident memory grew from " << warm[w].rss_kib << " KiB to " << late[w].rss_kib << " KiB";
-#endif
-    std::printf("soak %s: %d s, RSS %llu KiB at 5 s, %llu KiB at %d s; threads %zu -> %zu; fds %zu -> %zu\n", w.c_str(),
-                seconds, static_cast<unsigned long long>(warm[w].rss_kib),
-                static_cast<unsigned long long>(late[w].rss_kib), seconds - 3, idle_before[w].threads,
-                idle_after[w].threads, idle_before[w].fds, idle_after[w].fds);
+  std::string name;
+  {
+    Lab lab;
+    name = lab.name();
+    ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--loss", "5%"}).status, 0);
+    ASSERT_EQ(lab.ctl("fab", {"fabric", "set", "--plane", "1", "--flap-period", "3s", "--flap-down", "500ms"}).status, 0);
+    std::map<std::string, ProcessUse> idle_before, warm, late, idle_after;
+    const std::vector<std::string> who = {"h0", "h1", "fab"};
+    // A short job first: what the first job creates once and keeps (the channel
+    // to the peer daemon, gRPC's pollers) is not a leak; growth per job would be.
+    const Ctl first = lab.ctl("h0", {"traffic", "run", "--peer", lab.server("h1"), "--op", "write", "--size", "16K",
+                                     "--paths", "4", "--duration", "2s"});
+    ASSERT_EQ(first.status, 0) << first.err;
+    for (const auto& w : who) idle_before[w] = process_use(lab.pid(w));
+    const Ctl start = lab.ctl("h0", {"-o", "json", "traffic", "start", "--peer", lab.server("h1"), "--op", "write",
+                                     "--size", "16K", "--paths", "4", "--duration", std::to_string(seconds) + "s"});
+    ASSERT_EQ(start.status, 0) << start.err;
+    const std::string id = std::to_string(num(start.j()["id"]));
+    // Sampling instants are the test's own clock; the job's state is what is checked.
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(5));
+    for (const auto& w : who) warm[w] = process_use(lab.pid(w));
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(seconds - 3));
+    for (const auto& w : who) late[w] = process_use(lab.pid(w));
+    lab.ctl("h0", {"traffic", "watch", id});
+    const json r = lab.ctl("h0", {"-o", "json", "traffic", "result", id}).j();
+    EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r.dump(2).substr(0, 2000);
+    EXPECT_TRUE(r["result"]["verified"].get<bool>()) << r["result"]["verification"];
+    EXPECT_GT(num(r["result"]["retransmits"]), 0u) << "5% loss must have cost retransmissions";
+    EXPECT_GT(num(r["result"]["path_state_changes"]), 0u) << "plane 1 flapped under the job";
+    for (const auto& w : who) idle_after[w] = process_use(lab.pid(w));
+    for (const auto& w : who) {
+      EXPECT_EQ(idle_after[w].threads, idle_before[w].threads) << w << ": threads before and after the job";
+      EXPECT_EQ(idle_after[w].fds, idle_before[w].fds) << w << ": descriptors before and after the job";
+      // Flat after warm-up: at most 8 MiB or 10% more in the job's last seconds than 5 s in.
+      // Not judged under AddressSanitizer: its quarantine keeps freed memory resident by design.
+  #if !defined(__SANITIZE_ADDRESS__)
+      const uint64_t allowance = std::max<uint64_t>(8 << 10, warm[w].rss_kib / 10);
+      EXPECT_LE(late[w].rss_kib, warm[w].rss_kib + allowance)
+          << w << ": resident memory grew from " << warm[w].rss_kib << " KiB to " << late[w].rss_kib << " KiB";
+  #endif
+      std::printf("soak %s: %d s, RSS %llu KiB at 5 s, %llu KiB at %d s; threads %zu -> %zu; fds %zu -> %zu\n", w.c_str(),
+                  seconds, static_cast<unsigned long long>(warm[w].rss_kib),
+                  static_cast<unsigned long long>(late[w].rss_kib), seconds - 3, idle_before[w].threads,
+                  idle_after[w].threads, idle_before[w].fds, idle_after[w].fds);
+    }
+    std::printf("soak job: %s, retransmits %llu, path state changes %llu\n",
+                r["result"]["verification"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(num(r["result"]["retransmits"])),
+                static_cast<unsigned long long>(num(r["result"]["path_state_changes"])));
+    // Nothing outlives the soak: the daemons exit cleanly and detach their XDP
+    // programs, and the lab's namespaces go with the lab.
+    for (const auto& [w, rc] : lab.shutdown()) EXPECT_EQ(rc, 0) << w << " exit status\n" << lab.log(w);
+    expect_no_xdp_program(name);
   }
-  std::printf("soak job: %s, retransmits %llu, path state changes %llu\n",
-              r["result"]["verification"].get<std::string>().c_str(),
-              static_cast<unsigned long long>(num(r["result"]["retransmits"])),
-              static_cast<unsigned long long>(num(r["result"]["path_state_changes"])));
+  expect_no_namespace(name);
 }
 
 // gRPC bad-input sweep (issue 11), unprivileged: one endpoint daemon on the UDP

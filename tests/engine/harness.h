@@ -29,6 +29,7 @@
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/udp_frame.h"
+#include "forge_frame.h"
 
 namespace engine_test {
 
@@ -352,19 +353,6 @@ class Harness {
 };
 
 // ------------------------------------------------------------------ frames
-
-// Builds a complete Ethernet/IPv4/UDP frame carrying one MetaRoCE packet.
-inline std::vector<uint8_t> forge_frame(const mw::UdpFlow& flow, const mw::CommonHeader& h, const void* ext,
-                                        size_t ext_len, std::span<const uint8_t> payload = {}) {
-  const auto op = static_cast<mw::Opcode>(h.opcode);
-  const size_t udp_len = mw::packet_bytes(op, payload.size());
-  std::vector<uint8_t> f(mw::kUdpFrameHeaderBytes + udp_len);
-  const size_t hb = mw::encode_udp_headers(f, flow, mw::Ecn::kNotEct, 0, udp_len);
-  EXPECT_EQ(hb, mw::kUdpFrameHeaderBytes);
-  const size_t n = mw::encode_packet(std::span<uint8_t>(f).subspan(mw::kUdpFrameHeaderBytes), h, ext, ext_len, payload);
-  EXPECT_EQ(n, udp_len);
-  return f;
-}
 
 // A frame emitted by an endpoint, decoded.
 struct SentFrame {
