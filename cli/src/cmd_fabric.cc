@@ -80,10 +80,15 @@ int cmd_fabric_show(Invocation& inv) {
     print_json(state);
     return kExitOk;
   }
-  print(fmt::format("fabric: {} hosts, {} planes, {} ECMP links per host pair; time {}; forwarded {}, dropped {};"
+  // Causes in name order, so the line reads the same from one call to the next.
+  std::map<std::string, std::uint64_t> causes(state.drops_by_cause().begin(), state.drops_by_cause().end());
+  std::string by_cause;
+  for (const auto& [cause, n] : causes) by_cause += fmt::format("{}{} {}", by_cause.empty() ? " (" : ", ", cause, n);
+  if (!by_cause.empty()) by_cause += ")";
+  print(fmt::format("fabric: {} hosts, {} planes, {} ECMP links per host pair; time {}; forwarded {}, dropped {}{};"
                     " timeline events pending {}\n",
                     state.hosts(), state.planes(), state.ecmp_links(), format_duration_ns(state.time_ns()),
-                    state.frames_forwarded(), state.frames_dropped(), state.timeline_pending()));
+                    state.frames_forwarded(), state.frames_dropped(), by_cause, state.timeline_pending()));
   Table table({"plane", "ecmp", "hosts", "dir", "up", "rate", "delay", "loss", "dup", "corrupt", "reorder", "in",
                "out", "drops", "marks"});
   table.right_align({0, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -307,6 +308,11 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       r.fail(at, "endpoint.mtu_payload",
              "must be at most frame_size - 128 = " + std::to_string(e.frame_size - 128) + " (got " +
                  std::to_string(e.mtu_payload) + ")");
+    // In a lab the endpoint's largest frame must also cross the lab's veths.
+    if (labcfg && c.lab_host >= 0 && e.mtu_payload + 128 > labcfg->mtu + wire::kEthHeaderBytes)
+      r.fail(at, "endpoint.mtu_payload",
+             "must be at most the lab's mtu + " + std::to_string(wire::kEthHeaderBytes) + " - 128 = " +
+                 std::to_string(labcfg->mtu + wire::kEthHeaderBytes - 128) + " (got " + std::to_string(e.mtu_payload) + ")");
     c.endpoint = e;
   }
   if (want_fabric) {
@@ -318,6 +324,9 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       for (uint32_t p = 0; p < f.planes; ++p)
         for (uint32_t h = 0; h < f.hosts; ++h) f.interfaces[p].push_back(lab::fabric_ifname(h, p));
       for (uint32_t h = 0; h < f.hosts; ++h) f.host_macs.push_back(lab::host_mac(*labcfg, h, 0));
+      f.interface_macs.assign(f.planes, {});
+      for (uint32_t p = 0; p < f.planes; ++p)
+        for (uint32_t h = 0; h < f.hosts; ++h) f.interface_macs[p].push_back(lab::host_mac(*labcfg, h, p));
     }
     f.port.prop_delay_ns = 0;
     f.port.rate_bps = 10e9;
@@ -361,9 +370,22 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
         r.fail(at, "fabric.interfaces[" + std::to_string(p) + "]",
                "must list " + std::to_string(f.hosts) + " interfaces, one per host (got " +
                    std::to_string(f.interfaces[p].size()) + ")");
+    // In a lab every frame the kernel may send (the lab's MTU plus the
+    // Ethernet header) must fit one datapath frame, or the fabric node could
+    // only drop it.
+    if (labcfg && c.lab_fabric && labcfg->mtu + wire::kEthHeaderBytes > f.frame_size)
+      r.fail(at, "fabric.frame_size",
+             "is " + std::to_string(f.frame_size) + " B, but the lab's mtu " + std::to_string(labcfg->mtu) +
+                 " needs frames of " + std::to_string(labcfg->mtu + wire::kEthHeaderBytes) +
+                 " B: set the lab's mtu to at most frame_size - " + std::to_string(wire::kEthHeaderBytes) + " = " +
+                 std::to_string(f.frame_size - wire::kEthHeaderBytes) + " or raise fabric.frame_size (at most 3840)");
     if (f.host_macs.size() != f.hosts)
       r.fail(at, "fabric.host_macs",
              "must list " + std::to_string(f.hosts) + " MACs, one per host (got " + std::to_string(f.host_macs.size()) + ")");
+    // The lab's interface MACs describe the lab's hosts and planes only.
+    if (f.interface_macs.size() != f.planes ||
+        std::any_of(f.interface_macs.begin(), f.interface_macs.end(), [&](const auto& row) { return row.size() != f.hosts; }))
+      f.interface_macs.clear();
     c.fabric = f;
   }
   return c;

@@ -78,6 +78,8 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
           {{"worker", worker}, {"reason", emulator::drop_cause_name(static_cast<emulator::DropCause>(c))}},
           w.emu_drops[c], "Frames the emulator dropped on this worker (every hop), by cause");
     add("worker_delay_line_full_total", {{"worker", worker}}, w.delay_line_full, "Frames dropped: no delay-line buffer");
+    add("worker_frames_too_large_total", {{"worker", worker}}, w.frames_too_large,
+        "Frames dropped: longer than the worker's frame_size");
     add_lateness("worker_frame_lateness_seconds", w.frame_lateness, "Frames handled after their due time, by lateness");
     add_lateness("worker_timer_lateness_seconds", w.timer_lateness, "Engine timers serviced after their due time, by lateness");
   };

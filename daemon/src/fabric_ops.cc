@@ -229,7 +229,16 @@ grpc::Status DaemonCore::fabric_show(v1::FabricState* out) {
   out->set_ecmp_links(f.ecmp_links);
   out->set_time_ns(snap.now);
   uint64_t dropped = 0;
-  for (uint64_t d : snap.worker.emu_drops) dropped += d;
+  auto add_cause = [&](const std::string& cause, uint64_t n) {
+    if (n == 0) return;
+    (*out->mutable_drops_by_cause())[cause] += n;
+    dropped += n;
+  };
+  for (size_t c = 1; c < std::size(snap.worker.emu_drops); ++c)
+    add_cause(emulator::drop_cause_name(static_cast<emulator::DropCause>(c)), snap.worker.emu_drops[c]);
+  add_cause("frames_too_large", snap.worker.frames_too_large);
+  add_cause("delay_line_full", snap.worker.delay_line_full);
+  add_cause("tx_ring_full", snap.worker.tx_dropped_ring_full);
   out->set_frames_forwarded(snap.worker.tx_frames);
   out->set_frames_dropped(dropped);
   out->set_timeline_pending(snap.timeline_pending);

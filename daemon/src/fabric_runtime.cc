@@ -57,6 +57,7 @@ std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config,
   nc.fabric.ecmp = config.ecmp;
   nc.fabric.seed = config.seed;
   nc.host_macs.assign(config.planes, config.host_macs);
+  nc.interface_macs = config.interface_macs;
   nc.frame_size = config.frame_size;
   nc.idle.busy_poll = config.busy_poll;
   if (auto e = emulator::validate(nc.fabric)) {

@@ -71,6 +71,13 @@ LatenessHistogram LatenessHistogram::minus(const LatenessHistogram& earlier) con
   return d;
 }
 
+// Holds a frame in a delay line; a refusal counts under its cause.
+static void hold(DelayLine& line, Nanos due, std::span<const uint8_t> frame, const emulator::FramePosition& pos,
+                 WorkerStats& stats) {
+  if (frame.size() > line.frame_size()) stats.frames_too_large++;
+  else if (!line.push(due, frame, pos)) stats.delay_line_full++;
+}
+
 TxStaging::TxStaging(size_t frames, size_t frame_size)
     : capacity_(frames), frame_size_(frame_size), bytes_(frames * frame_size) {
   frames_.reserve(frames);
@@ -155,7 +162,7 @@ bool EndpointWorker::step(Nanos now) {
         emulator::FramePosition pos;
         pos.plane = static_cast<uint8_t>(p);
         pos.hop = emulator::Hop::kDownlink;  // marks "ingress" in the delay line
-        if (!delay_->push(now, f, pos)) stats_.delay_line_full++;
+        hold(*delay_, now, f, pos, stats_);
       }
       if (n < rx_.size()) break;
     }
@@ -183,7 +190,7 @@ bool EndpointWorker::step(Nanos now) {
       }
       pos.hop = emulator::Hop::kDelivered;
       pos.from = ingress ? 1 : 0;
-      if (v.duplicate_at >= 0 && !delay_->push(v.duplicate_at, bytes, pos)) stats_.delay_line_full++;
+      if (v.duplicate_at >= 0) hold(*delay_, v.duplicate_at, bytes, pos, stats_);
       delay_->reschedule_top(v.deliver_at, pos);
     }
   }
@@ -206,7 +213,7 @@ bool EndpointWorker::step(Nanos now) {
       emulator::FramePosition pos;
       pos.plane = f.plane;
       pos.hop = emulator::Hop::kUplink;  // marks "egress"
-      if (!delay_->push(now, {f.data, f.len}, pos)) stats_.delay_line_full++;
+      hold(*delay_, now, {f.data, f.len}, pos, stats_);
     }
   }
   flush_staged();
@@ -264,10 +271,12 @@ void FabricNode::flush_port(uint32_t plane, uint32_t host) {
 }
 
 int FabricNode::host_for(uint32_t plane, const uint8_t* mac) const {
-  if (plane >= config_.host_macs.size()) return -1;
-  const auto& macs = config_.host_macs[plane];
-  for (size_t h = 0; h < macs.size(); ++h)
-    if (std::memcmp(macs[h].data(), mac, 6) == 0) return static_cast<int>(h);
+  for (const auto* table : {&config_.host_macs, &config_.interface_macs}) {
+    if (plane >= table->size()) continue;
+    const auto& macs = (*table)[plane];
+    for (size_t h = 0; h < macs.size(); ++h)
+      if (std::memcmp(macs[h].data(), mac, 6) == 0) return static_cast<int>(h);
+  }
   return -1;
 }
 
@@ -287,7 +296,7 @@ void FabricNode::admit(uint32_t plane, uint32_t from, std::span<const uint8_t> f
     pos.to_known = true;
     pos.plane = static_cast<uint8_t>(plane);
     pos.hop = emulator::Hop::kUplink;
-    if (!delay_.push(now, frame, pos)) stats_.delay_line_full++;
+    hold(delay_, now, frame, pos, stats_);
   }
   if (!broadcast && host_for(plane, frame.data()) < 0) stats_.emu_drops[static_cast<size_t>(emulator::DropCause::kNoRoute)]++;
 }
@@ -327,7 +336,7 @@ bool FabricNode::step(Nanos now) {
       delay_.pop();
       continue;
     }
-    if (dup >= 0 && !delay_.push(dup, bytes, pos)) stats_.delay_line_full++;
+    if (dup >= 0) hold(delay_, dup, bytes, pos, stats_);
     delay_.reschedule_top(at, pos);
   }
   for (uint32_t p = 0; p < P; ++p)

@@ -127,6 +127,7 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
         // Counted once, by the worker whose tx_burst the port refused.
         {"worker_tx_dropped_ring_full_total", "worker tx_ring_full"},
         {"worker_delay_line_full_total", "worker delay_line_full"},
+        {"worker_frames_too_large_total", "worker frames_too_large"},
     };
     for (const auto& [name, cause] : datapath_causes) {
       const double n = delta_sum(b, a, name);

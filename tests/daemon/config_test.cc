@@ -197,6 +197,42 @@ TEST(DaemonConfig, LabShortcutDerivesInterfacesAndAddresses) {
   std::filesystem::remove_all(dir);
 }
 
+// The fabric node routes kernel traffic on every plane (each host interface's
+// MAC there), and refuses a lab whose MTU its frames cannot carry.
+TEST(DaemonConfig, LabFabricKnowsEveryPlanesMacsAndTheLabsMtu) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mrcfgm" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "lab.yaml") << "name: cfgm\nhosts: 2\nplanes: 3\nmtu: 2034\n";
+  std::ofstream(dir / "jumbo.yaml") << "name: cfgj\nhosts: 2\nplanes: 3\nmtu: 9000\n";
+  std::ofstream(dir / "fab.yaml") << "role: fabric\nlab: {file: lab.yaml, fabric: true}\n";
+  std::ofstream(dir / "fab-jumbo.yaml") << "role: fabric\nlab: {file: jumbo.yaml, fabric: true}\n";
+  std::ofstream(dir / "fab-jumbo-big.yaml") << "role: fabric\nlab: {file: jumbo.yaml, fabric: true}\n"
+                                            << "fabric: {frame_size: 3840}\n";
+  std::ofstream(dir / "small.yaml") << "name: cfgs\nhosts: 2\nplanes: 1\nmtu: 576\n";
+  std::ofstream(dir / "h0-small.yaml") << "role: endpoint\nlab: {file: small.yaml, host: 0}\n"
+                                       << "endpoint: {mtu_payload: 1024}\n";
+  std::string err, lab_err;
+  auto lab = metaroce::lab::load_lab_file((dir / "lab.yaml").string(), &lab_err);
+  ASSERT_TRUE(lab) << lab_err;
+  auto fab = md::load_daemon_file((dir / "fab.yaml").string(), &err);
+  ASSERT_TRUE(fab) << err;
+  ASSERT_EQ(fab->fabric->interface_macs.size(), 3u);
+  for (uint32_t p = 0; p < 3; ++p)
+    for (uint32_t h = 0; h < 2; ++h) EXPECT_EQ(fab->fabric->interface_macs[p][h], metaroce::lab::host_mac(*lab, h, p));
+  EXPECT_NE(fab->fabric->interface_macs[1][0], fab->fabric->host_macs[0]);
+  EXPECT_FALSE(md::load_daemon_file((dir / "fab-jumbo.yaml").string(), &err));
+  EXPECT_NE(err.find("fabric.frame_size: is 2048 B, but the lab's mtu 9000 needs frames of 9014 B: set the lab's mtu "
+                     "to at most frame_size - 14 = 2034"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(md::load_daemon_file((dir / "fab-jumbo-big.yaml").string(), &err));
+  EXPECT_NE(err.find("fabric.frame_size: is 3840 B"), std::string::npos) << err;
+  EXPECT_FALSE(md::load_daemon_file((dir / "h0-small.yaml").string(), &err));
+  EXPECT_NE(err.find("endpoint.mtu_payload: must be at most the lab's mtu + 14 - 128 = 462 (got 1024)"), std::string::npos)
+      << err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DaemonConfig, ShippedConfigsAreValid) {
   for (const char* f : {"lab-h0.yaml", "lab-h1.yaml", "lab-fabric.yaml", "example.yaml"}) {
     std::string err;

@@ -68,7 +68,7 @@ class Lab {
 
   Lab() : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 9000\n";
+    std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 2034\n";
     std::ofstream(dir_ / "token") << "s3cret-e2e-token-" << getpid() << "\n";
     token_ = "s3cret-e2e-token-" + std::to_string(getpid());
     std::string err;

@@ -118,6 +118,17 @@ TEST(Fidelity, AnOverloadedRunIsInconclusiveNeverPass) {
   EXPECT_STREQ(ms::verdict_name(report_with(f, true).verdict()), "INCONCLUSIVE");
 }
 
+TEST(Fidelity, FramesTooLargeForTheNodeAreTheDatapathsLossNotTheFabrics) {
+  std::vector<ms::DaemonCounters> after = {daemon("fabric", "fabric", {}), daemon("h0", "endpoint", {})};
+  after[0].counters.push_back({"worker_frames_too_large_total", {{"worker", "fabric"}}, 3});
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  EXPECT_FALSE(f.faithful());
+  EXPECT_EQ(f.datapath_drops, 3u);
+  EXPECT_EQ(f.drops.at("worker frames_too_large"), 3u);
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
+}
+
 TEST(Fidelity, OnlyTheRunsIncreaseCountsAndLimitsComeFromTheScenario) {
   // Before the run the worker had already waited a lot; during it, little.
   WorkerLoad earlier;

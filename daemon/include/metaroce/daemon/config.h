@@ -77,6 +77,9 @@ struct FabricSection {
   uint32_t ecmp_links = 1;                 // [1, 64]
   std::vector<std::vector<std::string>> interfaces;  // [plane][host]: the interface facing host on plane
   std::vector<wire::MacAddr> host_macs;    // the endpoint MAC of each host (routing by destination MAC)
+  // Lab mode only, [plane][host]: each host's interface MAC on that plane, so
+  // kernel traffic (ping, iperf3) crosses every plane, not only plane 0.
+  std::vector<std::vector<wire::MacAddr>> interface_macs;
   uint32_t frame_size = 2048;
   std::vector<std::string> eal_args;
   emulator::LinkConfig port;               // host uplinks and downlinks

@@ -43,6 +43,7 @@ class DelayLine {
     return true;
   }
 
+  size_t frame_size() const { return frame_size_; }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   Nanos next_due() const { return heap_.empty() ? INT64_MAX : heap_[0].due; }

@@ -77,6 +77,7 @@ struct WorkerStats {
   uint64_t rx_frames = 0, tx_frames = 0;
   uint64_t tx_dropped_ring_full = 0;   // frames a port refused at their due time
   uint64_t delay_line_full = 0;        // frames dropped: no buffer to hold them
+  uint64_t frames_too_large = 0;       // frames dropped: longer than the worker's frame_size
   uint64_t emu_drops[6] = {0, 0, 0, 0, 0, 0};  // by emulator::DropCause
 };
 
@@ -148,7 +149,11 @@ class FabricNode {
  public:
   struct Config {
     emulator::FabricConfig fabric;                  // hosts, planes, ECMP links, impairments, seed
-    std::vector<std::vector<wire::MacAddr>> host_macs;  // [plane][host]
+    std::vector<std::vector<wire::MacAddr>> host_macs;  // [plane][host]: the MAC a host's endpoint sends from
+    // Optional, [plane][host]: a second MAC that reaches the host on that plane
+    // (in a lab, the host's own interface there, which kernel traffic such as
+    // ping and iperf3 uses while the endpoint uses its plane-0 MAC everywhere).
+    std::vector<std::vector<wire::MacAddr>> interface_macs;
     size_t delay_frames = 65536;
     uint32_t frame_size = 9216;
     IdlePolicy idle;
