@@ -1,6 +1,9 @@
 // Fabric calls: API messages to emulator selectors and patches, and back.
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <utility>
+
 #include "core.h"
 #include "metaroce/daemon/fabric_api.h"
 #include "request_limits.h"
@@ -10,9 +13,11 @@ namespace {
 
 constexpr int64_t kHourNs = 3'600'000'000'000;
 
-grpc::Status prob(double v, const std::string& field) {
-  if (!(v >= 0 && v <= 1)) return invalid(field, "must be a probability in [0, 1] (got " + std::to_string(v) + ")");
-  return grpc::Status::OK;
+// An emulator message "name: what" under the request's field path.
+grpc::Status invalid_at(const std::string& field, const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos) return invalid(field, message);
+  return invalid(field + "." + message.substr(0, colon), message.substr(colon + 2));
 }
 
 bool patch_empty(const emulator::LinkPatch& p) {
@@ -23,70 +28,43 @@ bool patch_empty(const emulator::LinkPatch& p) {
 
 }  // namespace
 
+// The API's selector and patch are decoded here (names to enums, the API's
+// shape rules); every range is the emulator's: validate(LinkSelector) and
+// validate(LinkPatch) are the one authority, and their message is returned
+// under the request's field path.
 grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSection& f, emulator::LinkSelector* out,
                                   const std::string& field) {
-  if (in.has_plane()) {
-    if (in.plane() >= f.planes)
-      return invalid(field + ".plane", "must be in [0, " + std::to_string(f.planes - 1) + "] (got " + std::to_string(in.plane()) + ")");
-    out->plane = in.plane();
-  }
-  if (in.has_ecmp()) {
-    if (in.ecmp() >= f.ecmp_links)
-      return invalid(field + ".ecmp", "must be in [0, " + std::to_string(f.ecmp_links - 1) + "] (got " + std::to_string(in.ecmp()) + ")");
-    out->ecmp = in.ecmp();
-  }
+  if (in.has_plane()) out->plane = in.plane();
+  if (in.has_ecmp()) out->ecmp = in.ecmp();
   if (in.direction().empty() || in.direction() == "both") out->direction = emulator::LinkSelector::Direction::kBoth;
   else if (in.direction() == "a_to_b") out->direction = emulator::LinkSelector::Direction::kAToB;
   else if (in.direction() == "b_to_a") out->direction = emulator::LinkSelector::Direction::kBToA;
   else return invalid(field + ".direction", "must be both, a_to_b or b_to_a (got " + quote_value(in.direction()) + ")");
   if (in.has_host_a() != in.has_host_b()) return invalid(field + ".host_a", "host_a and host_b go together (a host pair)");
-  if (in.has_host_a()) {
-    if (in.host_a() >= f.hosts || in.host_b() >= f.hosts || in.host_a() == in.host_b())
-      return invalid(field + ".host_a", "host_a and host_b must be two different hosts in [0, " + std::to_string(f.hosts - 1) +
-                                            "] (got " + std::to_string(in.host_a()) + ", " + std::to_string(in.host_b()) + ")");
-    out->host_a = std::min(in.host_a(), in.host_b());
-    out->host_b = std::max(in.host_a(), in.host_b());
-  }
+  if (in.has_host_a()) out->host_a = in.host_a(), out->host_b = in.host_b();
+  emulator::FabricConfig shape;
+  shape.hosts = f.hosts, shape.planes = f.planes, shape.ecmp_links = f.ecmp_links;
+  if (auto e = emulator::validate(*out, shape)) return invalid_at(field, *e);
+  if (out->host_a && *out->host_a > *out->host_b) std::swap(*out->host_a, *out->host_b);
   return grpc::Status::OK;
 }
 
 grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field) {
-  if (in.has_rate_bps()) {
-    if (!(in.rate_bps() > 0 && in.rate_bps() <= emulator::kMaxLinkRateBps))
-      return invalid(field + ".rate_bps", "must be in (0, " + std::to_string(emulator::kMaxLinkRateBps) +
-                                              "] bits/s (got " + std::to_string(in.rate_bps()) + ")");
-    out->rate_bps = in.rate_bps();
-  }
-  if (in.has_prop_delay_ns()) {
-    if (in.prop_delay_ns() < 0 || in.prop_delay_ns() > kHourNs)
-      return invalid(field + ".prop_delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(in.prop_delay_ns()) + ")");
-    out->prop_delay_ns = in.prop_delay_ns();
-  }
-  if (in.has_queue_limit_bytes()) {
-    if (in.queue_limit_bytes() == 0 || in.queue_limit_bytes() > emulator::kMaxQueueLimitBytes)
-      return invalid(field + ".queue_limit_bytes", "must be in [1, " + std::to_string(emulator::kMaxQueueLimitBytes) +
-                                                       "] (got " + std::to_string(in.queue_limit_bytes()) + ")");
-    out->queue_limit_bytes = in.queue_limit_bytes();
-  }
-  if (in.has_queue_limit_packets()) {
-    if (in.queue_limit_packets() == 0 || in.queue_limit_packets() > emulator::kMaxQueueLimitPackets)
-      return invalid(field + ".queue_limit_packets", "must be in [1, " + std::to_string(emulator::kMaxQueueLimitPackets) +
-                                                         "] (got " + std::to_string(in.queue_limit_packets()) + ")");
-    out->queue_limit_packets = in.queue_limit_packets();
-  }
-  if (in.has_ecn_threshold_bytes()) {
-    if (in.ecn_threshold_bytes() > emulator::kMaxQueueLimitBytes)
-      return invalid(field + ".ecn_threshold_bytes", "must be in [0, " + std::to_string(emulator::kMaxQueueLimitBytes) +
-                                                         "] (got " + std::to_string(in.ecn_threshold_bytes()) + ")");
-    out->ecn_threshold_bytes = in.ecn_threshold_bytes();
-  }
+  if (in.has_rate_bps()) out->rate_bps = in.rate_bps();
+  if (in.has_prop_delay_ns()) out->prop_delay_ns = in.prop_delay_ns();
+  if (in.has_queue_limit_bytes()) out->queue_limit_bytes = in.queue_limit_bytes();
+  if (in.has_queue_limit_packets()) out->queue_limit_packets = in.queue_limit_packets();
+  if (in.has_ecn_threshold_bytes()) out->ecn_threshold_bytes = in.ecn_threshold_bytes();
+  // loss_probability is the API's shorthand for a Bernoulli loss model.
+  const bool loss_from_shorthand = !(in.has_loss() && !in.loss().kind().empty());
   if (in.has_loss_probability()) {
-    if (auto s = prob(in.loss_probability(), field + ".loss_probability"); !s.ok()) return s;
     emulator::LossConfig l;
     l.kind = in.loss_probability() > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
     l.probability = in.loss_probability();
     out->loss = l;
   }
+  // The API names a model's parameters p, r, h, k, p14 (netem's names); the emulator's fields, by model:
+  std::map<std::string, std::string> loss_names;
   if (in.has_loss() && !in.loss().kind().empty()) {
     const auto& m = in.loss();
     emulator::LossConfig l;
@@ -97,27 +75,21 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     else if (m.kind() == "gilbert_elliott") l.kind = K::kGilbertElliott;
     else if (m.kind() == "four_state") l.kind = K::kFourState;
     else return invalid(field + ".loss.kind", "must be none, bernoulli, correlated, gilbert_elliott or four_state (got " + quote_value(m.kind()) + ")");
-    for (auto [v, n] : {std::pair{m.probability(), "probability"}, {m.correlation(), "correlation"}, {m.p(), "p"},
-                        {m.r(), "r"}, {m.h(), "h"}, {m.k(), "k"}, {m.p14(), "p14"}})
-      if (auto s = prob(v, field + ".loss." + n); !s.ok()) return s;
     l.probability = m.probability();
     l.correlation = m.correlation();
     if (l.kind == K::kGilbertElliott) {
       l.ge_p = m.p(), l.ge_r = m.r(), l.ge_1_h = m.h(), l.ge_1_k = m.k();
       if (m.h() == 0 && m.k() == 0) l.ge_1_h = 1;  // simple Gilbert: every packet in Bad is lost
+      loss_names = {{"loss.ge_p", "loss.p"}, {"loss.ge_r", "loss.r"}, {"loss.ge_1_h", "loss.h"}, {"loss.ge_1_k", "loss.k"}};
     } else if (l.kind == K::kFourState) {
       l.p13 = m.p(), l.p31 = m.r(), l.p32 = m.h(), l.p23 = m.k(), l.p14 = m.p14();
+      loss_names = {{"loss.p13", "loss.p"}, {"loss.p31", "loss.r"}, {"loss.p32", "loss.h"}, {"loss.p23", "loss.k"}};
     }
-    if (auto e = emulator::validate(l)) return invalid(field + "." + *e, "");
     out->loss = l;
   }
   if (in.has_delay()) {
     const auto& d = in.delay();
     emulator::DelayConfig c;
-    if (d.delay_ns() < 0 || d.delay_ns() > kHourNs)
-      return invalid(field + ".delay.delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(d.delay_ns()) + ")");
-    if (d.jitter_ns() < 0 || d.jitter_ns() > kHourNs)
-      return invalid(field + ".delay.jitter_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(d.jitter_ns()) + ")");
     c.delay_ns = d.delay_ns();
     c.jitter_ns = d.jitter_ns();
     using D = emulator::DelayConfig::Distribution;
@@ -126,51 +98,36 @@ grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out
     else if (d.distribution() == "pareto") c.distribution = D::kPareto;
     else if (d.distribution() == "paretonormal") c.distribution = D::kParetoNormal;
     else return invalid(field + ".delay.distribution", "must be uniform, normal, pareto or paretonormal (got " + quote_value(d.distribution()) + ")");
-    if (!(d.correlation() >= 0 && d.correlation() < 1))
-      return invalid(field + ".delay.correlation", "must be in [0, 1) (got " + std::to_string(d.correlation()) + ")");
     c.correlation = d.correlation();
     c.allow_reorder = d.allow_reorder();
-    if (auto e = emulator::validate(c)) return invalid(field + ".delay", *e);
     out->delay = c;
   }
   if (in.has_reorder()) {
-    const auto& r = in.reorder();
     emulator::ReorderConfig c;
-    if (auto s = prob(r.probability(), field + ".reorder.probability"); !s.ok()) return s;
-    if (!(r.correlation() >= 0 && r.correlation() < 1))
-      return invalid(field + ".reorder.correlation", "must be in [0, 1) (got " + std::to_string(r.correlation()) + ")");
-    c.probability = r.probability();
-    c.correlation = r.correlation();
-    c.gap = r.gap();
+    c.probability = in.reorder().probability();
+    c.correlation = in.reorder().correlation();
+    c.gap = in.reorder().gap();
     out->reorder = c;
   }
-  if (in.has_reorder_probability()) {
-    if (auto s = prob(in.reorder_probability(), field + ".reorder_probability"); !s.ok()) return s;
-    out->reorder_probability = in.reorder_probability();
-  }
-  if (in.has_reorder_delay_ns()) {
-    if (in.reorder_delay_ns() < 0 || in.reorder_delay_ns() > kHourNs)
-      return invalid(field + ".reorder_delay_ns", "must be in [0, " + std::to_string(emulator::kMaxLinkDelayNs) + "] (got " + std::to_string(in.reorder_delay_ns()) + ")");
-    out->reorder_delay_ns = in.reorder_delay_ns();
-  }
-  if (in.has_duplicate_probability()) {
-    if (auto s = prob(in.duplicate_probability(), field + ".duplicate_probability"); !s.ok()) return s;
-    out->duplicate_probability = in.duplicate_probability();
-  }
-  if (in.has_corrupt_probability()) {
-    if (auto s = prob(in.corrupt_probability(), field + ".corrupt_probability"); !s.ok()) return s;
-    out->corrupt_probability = in.corrupt_probability();
-  }
+  if (in.has_reorder_probability()) out->reorder_probability = in.reorder_probability();
+  if (in.has_reorder_delay_ns()) out->reorder_delay_ns = in.reorder_delay_ns();
+  if (in.has_duplicate_probability()) out->duplicate_probability = in.duplicate_probability();
+  if (in.has_corrupt_probability()) out->corrupt_probability = in.corrupt_probability();
   if (in.has_up()) out->up = in.up();
   if (in.has_flap()) {
-    const auto& f = in.flap();
-    if (f.period_ns() < 0 || f.down_ns() < 0 || (f.period_ns() > 0 && f.down_ns() >= f.period_ns()))
-      return invalid(field + ".flap", "needs period_ns = 0 (stop) or period_ns > down_ns >= 0 (got period " +
-                                          std::to_string(f.period_ns()) + ", down " + std::to_string(f.down_ns()) + ")");
     emulator::FlapConfig c;
-    c.period_ns = f.period_ns();
-    c.down_ns = f.down_ns();
+    c.period_ns = in.flap().period_ns();
+    c.down_ns = in.flap().down_ns();
     out->flap = c;
+  }
+  if (auto e = emulator::validate(*out)) {
+    // "loss.ge_p: must be ..." -> "<field>.loss.p: must be ...", the name the caller used.
+    std::string msg = *e;
+    for (const auto& [ours, theirs] : loss_names)
+      for (size_t at = msg.find(ours); at != std::string::npos; at = msg.find(ours, at + theirs.size()))
+        msg.replace(at, ours.size(), theirs);
+    if (in.has_loss_probability() && loss_from_shorthand && msg.rfind("loss.probability:", 0) == 0) msg = "loss_probability" + msg.substr(16);
+    return invalid_at(field, msg);
   }
   return grpc::Status::OK;
 }

@@ -85,36 +85,21 @@ void FabricRuntime::stop() {
   ports_.clear();  // detaches the XDP programs
 }
 
-uint32_t FabricRuntime::count_selected(const emulator::LinkSelector& sel) const {
-  uint32_t n = 0;
-  for (uint32_t p = 0; p < config_.planes; ++p) {
-    if (sel.plane && *sel.plane != p) continue;
-    for (uint32_t a = 0; a < config_.hosts; ++a)
-      for (uint32_t b = a + 1; b < config_.hosts; ++b) {
-        if (sel.host_a && !((*sel.host_a == a && *sel.host_b == b) || (*sel.host_a == b && *sel.host_b == a))) continue;
-        for (uint32_t k = 0; k < config_.ecmp_links; ++k) {
-          if (sel.ecmp && *sel.ecmp != k) continue;
-          n += sel.direction == emulator::LinkSelector::Direction::kBoth ? 2 : 1;
-        }
-      }
-  }
-  return n;
-}
-
 std::string FabricRuntime::apply(const emulator::LinkSelector& sel, const emulator::LinkPatch& patch,
                                  transport::Nanos* at, uint32_t* links_changed) {
   struct Result {
     std::string error;
     transport::Nanos at = 0;
+    uint32_t changed = 0;
   };
   auto r = std::make_shared<Result>();
   if (!channel_.call([this, r, sel, patch](transport::Nanos now) {
         r->at = now;
-        if (auto e = node_->fabric().apply(sel, patch, now)) r->error = *e;
+        if (auto e = node_->fabric().apply(sel, patch, now, &r->changed)) r->error = *e;
       }))
     return "fabric worker did not answer within 5 s";
   *at = r->at;
-  *links_changed = r->error.empty() ? count_selected(sel) : 0;
+  *links_changed = r->changed;
   return r->error;
 }
 
@@ -122,17 +107,18 @@ std::string FabricRuntime::reset(transport::Nanos* at, uint32_t* links_changed) 
   struct Result {
     std::string error;
     transport::Nanos at = 0;
+    uint32_t changed = 0;
   };
   auto r = std::make_shared<Result>();
   const emulator::LinkPatch patch = base_patch(config_.ecmp);
   if (!channel_.call([this, r, patch](transport::Nanos now) {
         r->at = now;
         node_->load_timeline(emulator::Timeline{});
-        if (auto e = node_->fabric().apply(emulator::LinkSelector{}, patch, now)) r->error = *e;
+        if (auto e = node_->fabric().apply(emulator::LinkSelector{}, patch, now, &r->changed)) r->error = *e;
       }))
     return "fabric worker did not answer within 5 s";
   *at = r->at;
-  *links_changed = r->error.empty() ? count_selected({}) : 0;
+  *links_changed = r->changed;
   return r->error;
 }
 

@@ -54,9 +54,6 @@ class FabricRuntime {
   bool snapshot(FabricSnapshot* out);
   void stop();
 
-  // Number of ECMP links a selector picks (for reporting), computed from the config.
-  uint32_t count_selected(const emulator::LinkSelector& sel) const;
-
  private:
   explicit FabricRuntime(const FabricSection& config) : config_(config) {}
   FabricSection config_;

@@ -110,16 +110,46 @@ Nanos Fabric::uplink_ready_at(uint32_t host, uint32_t plane, uint32_t max_backlo
   return uplink(plane, host).drained_to(max_backlog - 1, now);
 }
 
-std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatch& patch, Nanos now) {
-  if (sel.plane && *sel.plane >= config_.planes)
-    return "plane: must be in [0, " + std::to_string(config_.planes - 1) + "] (got " + std::to_string(*sel.plane) + ")";
-  if (sel.ecmp && *sel.ecmp >= config_.ecmp_links)
-    return "ecmp: must be in [0, " + std::to_string(config_.ecmp_links - 1) + "] (got " + std::to_string(*sel.ecmp) +
-           ")";
-  for (const auto* h : {&sel.host_a, &sel.host_b})
-    if (*h && **h >= config_.hosts)
-      return "host: must be in [0, " + std::to_string(config_.hosts - 1) + "] (got " + std::to_string(**h) + ")";
-  if (sel.host_a && sel.host_b && *sel.host_a == *sel.host_b) return "host_b: must differ from host_a";
+void apply_patch(const LinkPatch& patch, LinkConfig& c) {
+  if (patch.rate_bps) c.rate_bps = *patch.rate_bps;
+  if (patch.prop_delay_ns) c.prop_delay_ns = *patch.prop_delay_ns;
+  if (patch.queue_limit_bytes) c.queue_limit_bytes = *patch.queue_limit_bytes;
+  if (patch.queue_limit_packets) c.queue_limit_packets = *patch.queue_limit_packets;
+  if (patch.ecn_threshold_bytes) c.ecn_threshold_bytes = *patch.ecn_threshold_bytes;
+  if (patch.loss) c.loss = *patch.loss, c.loss_probability = 0;
+  if (patch.delay) c.delay = *patch.delay;
+  if (patch.reorder) c.reorder = *patch.reorder;
+  if (patch.reorder_probability) c.reorder_probability = *patch.reorder_probability;
+  if (patch.reorder_delay_ns) c.reorder_delay_ns = *patch.reorder_delay_ns;
+  if (patch.duplicate_probability) c.duplicate_probability = *patch.duplicate_probability;
+  if (patch.corrupt_probability) c.corrupt_probability = *patch.corrupt_probability;
+  if (patch.up) c.up = *patch.up;
+  if (patch.flap) c.flap = *patch.flap;
+}
+
+std::optional<std::string> validate(const LinkPatch& patch) {
+  LinkConfig c;
+  apply_patch(patch, c);
+  return validate(c);
+}
+
+std::optional<std::string> validate(const LinkSelector& sel, const FabricConfig& shape) {
+  if (sel.plane && *sel.plane >= shape.planes)
+    return "plane: must be in [0, " + std::to_string(shape.planes - 1) + "] (got " + std::to_string(*sel.plane) + ")";
+  if (sel.ecmp && *sel.ecmp >= shape.ecmp_links)
+    return "ecmp: must be in [0, " + std::to_string(shape.ecmp_links - 1) + "] (got " + std::to_string(*sel.ecmp) + ")";
+  for (auto [name, h] : {std::pair{"host_a", &sel.host_a}, std::pair{"host_b", &sel.host_b}})
+    if (*h && **h >= shape.hosts)
+      return std::string(name) + ": must be in [0, " + std::to_string(shape.hosts - 1) + "] (got " + std::to_string(**h) + ")";
+  if (sel.host_a && sel.host_b && *sel.host_a == *sel.host_b)
+    return "host_b: must differ from host_a (got " + std::to_string(*sel.host_b) + " for both)";
+  return std::nullopt;
+}
+
+std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatch& patch, Nanos now,
+                                         uint32_t* links_changed) {
+  if (links_changed) *links_changed = 0;
+  if (auto e = validate(sel, config_)) return e;
   // Collect the selected links, build every new configuration, validate all, then commit.
   std::vector<std::pair<Link*, LinkConfig>> staged;
   for (uint32_t p = 0; p < config_.planes; ++p) {
@@ -140,23 +170,8 @@ std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatc
             if (sel.direction == LinkSelector::Direction::kBToA && a_to_b) continue;
             Link& l = d == 0 ? ecmp_link(p, a, b, k) : ecmp_link(p, b, a, k);
             LinkConfig c = l.config();
-            if (patch.rate_bps) c.rate_bps = *patch.rate_bps;
-            if (patch.prop_delay_ns) c.prop_delay_ns = *patch.prop_delay_ns;
-            if (patch.queue_limit_bytes) c.queue_limit_bytes = *patch.queue_limit_bytes;
-            if (patch.queue_limit_packets) c.queue_limit_packets = *patch.queue_limit_packets;
-            if (patch.ecn_threshold_bytes) c.ecn_threshold_bytes = *patch.ecn_threshold_bytes;
-            if (patch.loss) c.loss = *patch.loss, c.loss_probability = 0;
-            if (patch.delay) c.delay = *patch.delay;
-            if (patch.reorder) c.reorder = *patch.reorder;
-            if (patch.reorder_probability) c.reorder_probability = *patch.reorder_probability;
-            if (patch.reorder_delay_ns) c.reorder_delay_ns = *patch.reorder_delay_ns;
-            if (patch.duplicate_probability) c.duplicate_probability = *patch.duplicate_probability;
-            if (patch.corrupt_probability) c.corrupt_probability = *patch.corrupt_probability;
-            if (patch.up) c.up = *patch.up;
-            if (patch.flap) {
-              c.flap = *patch.flap;
-              c.flap.start_ns = now;  // the phase starts when the flap is applied (live and simulated alike)
-            }
+            apply_patch(patch, c);
+            if (patch.flap) c.flap.start_ns = now;  // the phase starts when applied (live and simulated alike)
             if (auto e = validate(c)) return *e;
             staged.emplace_back(&l, c);
           }
@@ -165,6 +180,7 @@ std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatc
   }
   if (staged.empty()) return "selector: matches no link";
   for (auto& [l, c] : staged) l->reconfigure(c, now);
+  if (links_changed) *links_changed = static_cast<uint32_t>(staged.size());
   return std::nullopt;
 }
 

@@ -2,26 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::emulator {
 
 namespace {
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::optional<std::string> probability(const char* name, double v) {
-  if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + std::to_string(v) + ")";
+  if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + fmt(v) + ")";
   return std::nullopt;
 }
 }  // namespace
 
 std::optional<std::string> validate(const LinkConfig& c) {
-  if (!(c.rate_bps > 0) || !std::isfinite(c.rate_bps))
-    return "rate_bps: must be a finite number > 0 (got " + std::to_string(c.rate_bps) + ")";
-  if (c.prop_delay_ns < 0) return "prop_delay_ns: must be >= 0 (got " + std::to_string(c.prop_delay_ns) + ")";
-  if (c.rate_bps > kMaxLinkRateBps)
-    return "rate_bps: must be at most " + std::to_string(kMaxLinkRateBps) + " (got " + std::to_string(c.rate_bps) + ")";
-  if (c.prop_delay_ns > kMaxLinkDelayNs)
-    return "prop_delay_ns: must be at most " + std::to_string(kMaxLinkDelayNs) + " (got " + std::to_string(c.prop_delay_ns) + ")";
+  if (!(c.rate_bps > 0 && c.rate_bps <= kMaxLinkRateBps))
+    return "rate_bps: must be in (0, " + fmt(kMaxLinkRateBps) + "] bits/s (got " + fmt(c.rate_bps) + ")";
+  if (c.prop_delay_ns < 0 || c.prop_delay_ns > kMaxLinkDelayNs)
+    return "prop_delay_ns: must be in [0, " + std::to_string(kMaxLinkDelayNs) + "] ns (got " + std::to_string(c.prop_delay_ns) + ")";
   if (c.queue_limit_bytes == 0 || c.queue_limit_bytes > kMaxQueueLimitBytes)
     return "queue_limit_bytes: must be in [1, " + std::to_string(kMaxQueueLimitBytes) + "] (got " +
            std::to_string(c.queue_limit_bytes) + ")";
@@ -38,12 +42,14 @@ std::optional<std::string> validate(const LinkConfig& c) {
                          std::pair{"corrupt_probability", c.corrupt_probability},
                          std::pair{"red_max_p", c.red_max_p}})
     if (auto e = probability(name, v)) return e;
-  if (c.reorder_delay_ns < 0) return "reorder_delay_ns: must be >= 0 (got " + std::to_string(c.reorder_delay_ns) + ")";
+  if (c.reorder_delay_ns < 0 || c.reorder_delay_ns > kMaxLinkDelayNs)
+    return "reorder_delay_ns: must be in [0, " + std::to_string(kMaxLinkDelayNs) + "] ns (got " +
+           std::to_string(c.reorder_delay_ns) + ")";
   if (c.red_max_bytes < c.red_min_bytes)
     return "red_max_bytes: must be >= red_min_bytes (" + std::to_string(c.red_min_bytes) + ")";
-  if (c.flap.period_ns < 0 || c.flap.down_ns < 0) return "flap: period_ns and down_ns must be >= 0";
-  if (c.flap.period_ns > 0 && c.flap.down_ns >= c.flap.period_ns)
-    return "flap.down_ns: must be < flap.period_ns (" + std::to_string(c.flap.period_ns) + ")";
+  if (c.flap.period_ns < 0 || c.flap.down_ns < 0 || (c.flap.period_ns > 0 && c.flap.down_ns >= c.flap.period_ns))
+    return "flap: needs period_ns = 0 (stop) or period_ns > down_ns >= 0 (got period " + std::to_string(c.flap.period_ns) +
+           ", down " + std::to_string(c.flap.down_ns) + ")";
   if (auto e = validate(c.loss)) return e;
   if (auto e = validate(c.delay)) return e;
   if (auto e = validate(c.reorder)) return e;

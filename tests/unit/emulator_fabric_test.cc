@@ -2,6 +2,7 @@
 // changes, timelines, flapping, rate accuracy, ECN thresholds, replay by seed.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -110,6 +111,58 @@ TEST(Fabric, PatchChangesOnlyNamedFieldsAndIsAllOrNothing) {
   nope.plane = 9;
   ASSERT_TRUE(f.apply(nope, p, 0));
   EXPECT_NE(f.apply(nope, p, 0)->find("plane"), std::string::npos);
+}
+
+// One authority for link ranges: a patch is checked by applying it to a
+// default link and validating that (validate(LinkConfig)), a selector against
+// the fabric's shape; Fabric::apply uses both and says how many links changed.
+TEST(Fabric, PatchAndSelectorRangesHaveOneAuthority) {
+  LinkPatch ok;
+  ok.rate_bps = 25e9, ok.prop_delay_ns = 5000, ok.duplicate_probability = 0.01;
+  EXPECT_FALSE(validate(ok));
+  auto msg = [](auto set) {
+    LinkPatch p;
+    set(p);
+    const auto e = validate(p);
+    return e ? *e : std::string("(accepted)");
+  };
+  EXPECT_EQ(msg([](LinkPatch& p) { p.rate_bps = 0; }), "rate_bps: must be in (0, 1.6e+12] bits/s (got 0)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.rate_bps = std::nan(""); }), "rate_bps: must be in (0, 1.6e+12] bits/s (got nan)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.prop_delay_ns = -1; }), "prop_delay_ns: must be in [0, 3600000000000] ns (got -1)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.reorder_delay_ns = kMaxLinkDelayNs + 1; }),
+            "reorder_delay_ns: must be in [0, 3600000000000] ns (got 3600000000001)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.queue_limit_bytes = 0; }), "queue_limit_bytes: must be in [1, 1073741824] (got 0)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.corrupt_probability = 1.5; }), "corrupt_probability: must be in [0, 1] (got 1.5)");
+  EXPECT_EQ(msg([](LinkPatch& p) { p.flap = FlapConfig{.period_ns = 10, .down_ns = 10}; }),
+            "flap: needs period_ns = 0 (stop) or period_ns > down_ns >= 0 (got period 10, down 10)");
+  EXPECT_EQ(msg([](LinkPatch& p) {
+              LossConfig l;
+              l.kind = LossConfig::Kind::kBernoulli, l.probability = -0.1;
+              p.loss = l;
+            }),
+            "loss.probability: must be in [0, 1] (got -0.1)");
+  const FabricConfig shape = two_hosts(2, 2);
+  LinkSelector sel;
+  EXPECT_FALSE(validate(sel, shape));
+  sel.plane = 2;
+  EXPECT_EQ(*validate(sel, shape), "plane: must be in [0, 1] (got 2)");
+  sel = {}, sel.ecmp = 5;
+  EXPECT_EQ(*validate(sel, shape), "ecmp: must be in [0, 1] (got 5)");
+  sel = {}, sel.host_a = 0, sel.host_b = 2;
+  EXPECT_EQ(*validate(sel, shape), "host_b: must be in [0, 1] (got 2)");
+  sel = {}, sel.host_a = 1, sel.host_b = 1;
+  EXPECT_EQ(*validate(sel, shape), "host_b: must differ from host_a (got 1 for both)");
+  Fabric f(shape);
+  uint32_t changed = 99;
+  EXPECT_EQ(f.apply(sel, ok, 0, &changed), validate(sel, shape));
+  EXPECT_EQ(changed, 0u);
+  sel = {}, sel.plane = 1, sel.direction = LinkSelector::Direction::kAToB;
+  ASSERT_FALSE(f.apply(sel, ok, 0, &changed));
+  EXPECT_EQ(changed, 2u);  // plane 1, 2 ECMP links, one direction
+  LinkPatch bad = ok;
+  bad.rate_bps = -1;
+  EXPECT_EQ(f.apply({}, bad, 0, &changed), validate(bad));
+  EXPECT_EQ(changed, 0u);
 }
 
 TEST(Fabric, ValidationNamesFields) {

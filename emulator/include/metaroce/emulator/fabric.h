@@ -75,6 +75,17 @@ struct LinkPatch {
   std::optional<FlapConfig> flap;      // period 0 stops flapping; its phase starts when applied
 };
 
+// The patch's fields on c (a loss model replaces the loss_probability
+// shorthand; a flap's phase is left to the caller).
+void apply_patch(const LinkPatch& patch, LinkConfig& c);
+// Every field the patch sets is in range: the patch on a default link must
+// pass validate(LinkConfig), the one place link ranges are checked. The
+// message names the field ("rate_bps: must be in ...").
+std::optional<std::string> validate(const LinkPatch& patch);
+// The selector names links this fabric has: plane, ECMP link and hosts in
+// range, a host pair of two different hosts.
+std::optional<std::string> validate(const LinkSelector& sel, const FabricConfig& shape);
+
 struct FabricCounters {
   LinkCounters total;                  // all hops
   std::vector<LinkCounters> per_plane; // ECMP hops only, summed over the plane
@@ -99,8 +110,10 @@ class Fabric {
   bool uplink_ready(uint32_t host, uint32_t plane, uint32_t max_backlog_bytes, Nanos now);
   Nanos uplink_ready_at(uint32_t host, uint32_t plane, uint32_t max_backlog_bytes, Nanos now);
 
-  // Validates the whole change first: either every selected link changes or none.
-  std::optional<std::string> apply(const LinkSelector& sel, const LinkPatch& patch, Nanos now);
+  // Validates the whole change first: either every selected link changes or
+  // none. *links_changed (if given): how many did.
+  std::optional<std::string> apply(const LinkSelector& sel, const LinkPatch& patch, Nanos now,
+                                   uint32_t* links_changed = nullptr);
 
   // Setup: the uplinks and downlinks of one plane (e.g. planes of different speeds).
   std::optional<std::string> set_port_config(uint32_t plane, const LinkConfig& c);
