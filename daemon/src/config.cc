@@ -283,8 +283,8 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["eal_args"]) e.eal_args = r.strings(n["eal_args"], "endpoint.eal_args", 0, 64);
       if (n["mtu_payload"])
         e.mtu_payload = static_cast<uint32_t>(r.uint(n["mtu_payload"], "endpoint.mtu_payload", 256, e.frame_size - 128));
-      if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", 10'000, 1'000'000'000);
-      if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", 10'000, 1'000'000'000);
+      if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", transport::kMinTimerFloorNs, transport::kMaxMinRtoNs);
+      if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", transport::kMinTimerFloorNs, transport::kMaxMinRtoNs);
       if (n["inbound_capacity_bps"])
         e.inbound_capacity_bps = r.real(n["inbound_capacity_bps"], "endpoint.inbound_capacity_bps", 0, 1.6e12);
       if (n["busy_poll"]) e.busy_poll = r.boolean(n["busy_poll"], "endpoint.busy_poll");

@@ -351,8 +351,10 @@ grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::Conn
   if (out->max_message_bytes() > (16u << 20))
     return invalid("params.max_message_bytes", range_text(1, 16u << 20, out->max_message_bytes()));
   if (in.min_rto_ns() == 0) out->set_min_rto_ns(e.min_rto_ns);
-  if (out->min_rto_ns() < 10'000 || out->min_rto_ns() > 1'000'000'000)
-    return invalid("params.min_rto_ns", "must be in [10000, 1000000000] ns (got " + std::to_string(out->min_rto_ns()) + ")");
+  if (out->min_rto_ns() < transport::kMinTimerFloorNs || out->min_rto_ns() > transport::kMaxMinRtoNs)
+    return invalid("params.min_rto_ns", "must be in [" + std::to_string(transport::kMinTimerFloorNs) + ", " +
+                                            std::to_string(transport::kMaxMinRtoNs) + "] ns (got " +
+                                            std::to_string(out->min_rto_ns()) + ")");
   if (in.base_src_port() != 0 && (in.base_src_port() < 1024 || in.base_src_port() + out->paths() > 65536))
     return invalid("params.base_src_port",
                    range_text(1024, 65536 - out->paths(), in.base_src_port()) + " so that every path has a port");

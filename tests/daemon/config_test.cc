@@ -9,6 +9,7 @@
 
 #include "metaroce/daemon/config.h"
 #include "metaroce/lab/config.h"
+#include "metaroce/transport/endpoint.h"
 
 namespace md = metaroce::daemon;
 
@@ -231,6 +232,31 @@ TEST(DaemonConfig, LabFabricKnowsEveryPlanesMacsAndTheLabsMtu) {
   EXPECT_NE(err.find("endpoint.mtu_payload: must be at most the lab's mtu + 14 - 128 = 462 (got 1024)"), std::string::npos)
       << err;
   std::filesystem::remove_all(dir);
+}
+
+// min_rto_ns and min_pto_ns: the daemon accepts exactly what the engine
+// accepts (it used to take up to 1 s, which the engine then refused above
+// max_rto_ns, 50 ms), at both edges and just outside them.
+TEST(DaemonConfig, MinRtoRangeIsTheEnginesAtBothEdges) {
+  namespace mt = metaroce::transport;
+  for (const char* key : {"min_rto_ns", "min_pto_ns"}) {
+    for (const mt::Nanos v : {mt::kMinTimerFloorNs, mt::kMaxMinRtoNs}) {
+      std::string err;
+      auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  " + key + ": " + std::to_string(v) + "ns\n", "t.yaml", &err);
+      ASSERT_TRUE(c) << key << " " << v << ": " << err;
+      mt::ConnectionConfig cc;
+      cc.local_id = cc.remote_id = 1, cc.peer_ip = 0x0a000001;
+      cc.paths.push_back({});
+      cc.tuning.min_rto_ns = c->endpoint->min_rto_ns;
+      cc.tuning.min_pto_ns = c->endpoint->min_pto_ns;
+      EXPECT_EQ(mt::validate(cc), "") << key << " = " << v << " passed the daemon, so the engine must take it";
+    }
+    for (const mt::Nanos v : {mt::kMinTimerFloorNs - 1, mt::kMaxMinRtoNs + 1}) {
+      const std::string err = parse_error(std::string(kEndpoint) + "  " + key + ": " + std::to_string(v) + "ns\n");
+      EXPECT_NE(err.find(std::string("endpoint.") + key + ": must be a duration in [10000, 50000000]"), std::string::npos)
+          << err;
+    }
+  }
 }
 
 TEST(DaemonConfig, ShippedConfigsAreValid) {

@@ -54,8 +54,8 @@ struct EndpointSection {
   uint32_t frame_size = 2048;              // [1024, 3840] for afxdp, [1024, 9216] otherwise
   std::vector<std::string> eal_args;       // dpdk: EAL arguments (default: --no-huge ... per daemon)
   uint32_t mtu_payload = 1024;             // default payload per packet, [256, frame_size - 128]
-  transport::Nanos min_rto_ns = 2'000'000; // default minimum RTO, [10 us, 1 s]
-  transport::Nanos min_pto_ns = 500'000;   // tail-loss probe floor, [10 us, 1 s]
+  transport::Nanos min_rto_ns = 2'000'000; // default minimum RTO, [kMinTimerFloorNs, kMaxMinRtoNs] (10 us, 50 ms)
+  transport::Nanos min_pto_ns = 500'000;   // tail-loss probe floor, same range
   double inbound_capacity_bps = 0;         // for the receiver's fair-share hint (0 = none)
   bool busy_poll = false;                  // spin instead of blocking when idle
   uint32_t max_connections = 256;          // [1, 4096]

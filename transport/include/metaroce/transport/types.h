@@ -122,6 +122,13 @@ struct TransportTuning {
   uint32_t rocev2_window_packets = 64; // RoCEv2: fixed window of unacknowledged packets
   bool ect = true;                     // mark data packets ECT(0)
 };
+// The range callers (daemon config, gRPC ConnectionParams, CLI) may give
+// min_rto_ns and min_pto_ns: from kMinTimerFloorNs (below it a timer is
+// scheduler noise) to the default max_rto_ns, which clamps every RTO, so a
+// value the daemon accepts is one the engine accepts.
+inline constexpr Nanos kMinTimerFloorNs = 10'000;
+inline constexpr Nanos kMaxMinRtoNs = TransportTuning{}.max_rto_ns;
+
 
 struct ConnectionConfig {
   TransportKind transport = TransportKind::kMetaRoCE;
