@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "grpc_sweep.h"
+#include "metaroce/v1/daemon.grpc.pb.h"
 #include "lab_daemons.h"
 
 using daemon_test::Ctl;
@@ -417,6 +420,87 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
 // Unprivileged: two daemons on the UDP datapath over loopback. Memory registered
 // for callers is bounded by endpoint.memory_budget_bytes, and an accepted
 // connection whose requester daemon died is released (issue 11, finding 4).
+// Watch streams hold a server thread each (2,000 streams once used 2,014
+// threads): at most kMaxWatchStreams (64) are open at once, the next is
+// refused with RESOURCE_EXHAUSTED, the daemon's threads stay bounded, and a
+// closed stream's slot is given back. UDP datapath on loopback: runs anywhere.
+TEST(DaemonLimits, WatchStreamsAreBoundedAndTheirSlotsReturn) {
+  const fs::path dir = fs::temp_directory_path() / ("mrwatch-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "w.yaml") << "name: w\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "w.sock").string()
+                                << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0.1\n  udp_port: "
+                                << 20000 + (getpid() + 104729) % 20000 << "\n  mac: 02:00:7f:00:00:01\n";
+  const pid_t d = spawn({METAROCED_PATH, "--config", (dir / "w.yaml").string()}, (dir / "w.log").string());
+  // A failed ASSERT returns early: the daemon and the directory go all the same.
+  struct Cleanup {
+    pid_t pid;
+    fs::path dir;
+    bool reaped = false;
+    ~Cleanup() {
+      if (!reaped) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{d, dir};
+  const std::string addr = "unix://" + (dir / "w.sock").string();
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = ml::run_command({METAROCECTL_PATH, "--server", addr, "status"}).status == 0;
+    if (!ready && waitpid(d, nullptr, WNOHANG) == d) break;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << slurp((dir / "w.log").string());
+  auto threads = [&] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/" + std::to_string(d) + "/task")) ++n;
+    return n;
+  };
+  const size_t threads_before = threads();
+  auto stub = metaroce::v1::Daemon::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  metaroce::v1::WatchRequest req;
+  req.set_interval_ns(10'000'000'000);  // one event now, the next in 10 s: each stream stays open and idle
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<metaroce::v1::WatchEvent>> reader;
+  };
+  // Opens a stream and reads its first event: true if the daemon took it.
+  auto open = [&](Stream& s, grpc::Status* refused) {
+    s.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    s.reader = stub->Watch(&s.ctx, req);
+    metaroce::v1::WatchEvent ev;
+    if (s.reader->Read(&ev)) return true;
+    *refused = s.reader->Finish();
+    return false;
+  };
+  std::vector<std::unique_ptr<Stream>> held;
+  grpc::Status status;
+  for (int i = 0; i < 64; ++i) {
+    held.push_back(std::make_unique<Stream>());
+    ASSERT_TRUE(open(*held.back(), &status)) << "stream " << i << ": " << status.error_message();
+  }
+  Stream extra;
+  ASSERT_FALSE(open(extra, &status)) << "a 65th stream was taken";
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(status.error_message(), "Watch: at most 64 streams may be open at once; close one first");
+  EXPECT_LE(threads(), threads_before + 64 + 16) << "before: " << threads_before;
+  // Close them all; the daemon notices within its 50 ms cancellation check.
+  for (auto& s : held) s->ctx.TryCancel();
+  for (auto& s : held) s->reader->Finish();
+  held.clear();
+  bool reopened = false;
+  for (int i = 0; i < 100 && !reopened; ++i) {
+    Stream again;
+    reopened = open(again, &status);
+    if (reopened) again.ctx.TryCancel(), again.reader->Finish();
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(reopened) << "the slots of closed streams came back: " << status.error_message();
+  kill(d, SIGTERM);
+  const int rc = wait_exit(d, std::chrono::seconds(30));
+  cleanup.reaped = rc >= 0 || waitpid(d, nullptr, WNOHANG) < 0;  // < 0: already reaped (a signal)
+  EXPECT_EQ(rc, 0) << slurp((dir / "w.log").string());
+}
+
 TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   const fs::path dir = fs::temp_directory_path() / ("mrlim-" + std::to_string(getpid()));
   fs::create_directories(dir);
