@@ -54,9 +54,22 @@ class Reader {
       }
     }
   }
+  // Text only: a control character or invalid UTF-8 in a name, path or
+  // address would forge log lines and does not survive the effective YAML.
   std::string str(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(n, key, "must be a string (got " + text(n) + ")");
-    return n.Scalar();
+    const std::string& v = n.Scalar();
+    for (size_t i = 0; i < v.size();) {
+      const auto c = static_cast<unsigned char>(v[i]);
+      size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool ok = len != 0 && i + len <= v.size() && !(c < 0x20 || c == 0x7f) && !(len == 2 && c < 0xC2);
+      for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(v[i + k]) & 0xC0) == 0x80;
+      if (!ok)
+        fail(n, key, "must be printable UTF-8 text (byte " + std::to_string(i) + " is 0x" +
+                         "0123456789abcdef"[c >> 4] + "0123456789abcdef"[c & 15] + ")");
+      i += len;
+    }
+    return v;
   }
   std::string one_of(const YAML::Node& n, const std::string& key, const std::vector<std::string>& allowed) const {
     const std::string v = str(n, key);

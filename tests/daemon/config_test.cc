@@ -259,6 +259,19 @@ TEST(DaemonConfig, MinRtoRangeIsTheEnginesAtBothEdges) {
   }
 }
 
+// Found by fuzz_config_parsers: a socket path with a control character and
+// invalid UTF-8 was accepted, and its effective YAML parsed to another config.
+TEST(DaemonConfig, StringsMustBePrintableUtf8) {
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "control:\n  unix_socket: /run/a\x02" "b.sock\n")
+                .find("control.unix_socket: must be printable UTF-8 text (byte 6 is 0x02)"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "control:\n  unix_socket: /run/\xff.sock\n")
+                .find("control.unix_socket: must be printable UTF-8 text (byte 5 is 0xff)"),
+            std::string::npos);
+  std::string err;
+  EXPECT_TRUE(md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  unix_socket: /run/h\xc3\xa9te.sock\n", "t.yaml", &err)) << err;
+}
+
 TEST(DaemonConfig, ShippedConfigsAreValid) {
   for (const char* f : {"lab-h0.yaml", "lab-h1.yaml", "lab-fabric.yaml", "example.yaml"}) {
     std::string err;
