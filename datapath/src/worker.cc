@@ -283,13 +283,15 @@ int FabricNode::host_for(uint32_t plane, const uint8_t* mac) const {
 void FabricNode::admit(uint32_t plane, uint32_t from, std::span<const uint8_t> frame, Nanos now) {
   if (frame.size() < wire::kEthHeaderBytes) return;
   const bool broadcast = frame[0] & 1;  // group address: ARP requests, multicast
+  const int dest = broadcast ? -1 : host_for(plane, frame.data());  // looked up once per frame
+  if (!broadcast && dest < 0) {
+    stats_.emu_drops[static_cast<size_t>(emulator::DropCause::kNoRoute)]++;
+    return;
+  }
   const uint32_t H = config_.fabric.hosts;
   for (uint32_t to = 0; to < H; ++to) {
     if (to == from) continue;
-    if (!broadcast) {
-      const int h = host_for(plane, frame.data());
-      if (h < 0 || static_cast<uint32_t>(h) != to) continue;
-    }
+    if (!broadcast && static_cast<uint32_t>(dest) != to) continue;
     emulator::FramePosition pos;
     pos.from = from;
     pos.to = to;
@@ -298,7 +300,6 @@ void FabricNode::admit(uint32_t plane, uint32_t from, std::span<const uint8_t> f
     pos.hop = emulator::Hop::kUplink;
     hold(delay_, now, frame, pos, stats_);
   }
-  if (!broadcast && host_for(plane, frame.data()) < 0) stats_.emu_drops[static_cast<size_t>(emulator::DropCause::kNoRoute)]++;
 }
 
 bool FabricNode::step(Nanos now) {
