@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "metaroce/lab/config.h"
+#include "metaroce/units/units.h"
 
 namespace metaroce::daemon {
 namespace {
@@ -111,26 +112,16 @@ class Reader {
     if (v == "false") return false;
     fail(n, key, "must be true or false (got '" + v + "')");
   }
-  // Durations: integers are nanoseconds; "10us", "2ms", "1.5s" are accepted too.
+  // Durations: integers are nanoseconds; "10us", "2ms", "1.5s" are accepted too
+  // (the shared units library's syntax).
   int64_t duration_ns(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
     const std::string v = n.IsScalar() ? n.Scalar() : text(n);
-    static const std::pair<const char*, double> units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-    double x = NAN;
-    for (const auto& [suffix, scale] : units) {
-      const std::string s = suffix;
-      if (v.size() > s.size() && v.compare(v.size() - s.size(), s.size(), s) == 0) {
-        const std::string num = v.substr(0, v.size() - s.size());
-        if (num.find_first_not_of("0123456789.") == std::string::npos && !num.empty()) x = std::stod(num) * scale;
-        break;
-      }
-    }
-    if (std::isnan(x) && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 19)
-      x = static_cast<double>(std::stoll(v));
-    if (!n.IsScalar() || std::isnan(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi))
+    const units::Parsed<int64_t> d = units::parse_duration_ns(n.IsScalar() ? v : "", units::BareDuration::kNanoseconds);
+    if (!n.IsScalar() || !d.ok() || d.value < lo || d.value > hi)
       fail(n, key,
            "must be a duration in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                "] ns, e.g. 2ms, 10us, 5000 (got '" + v + "')");
-    return static_cast<int64_t>(x);
+    return d.value;
   }
   uint32_t ipv4(const YAML::Node& n, const std::string& key) const {
     const auto ip = wire::parse_ipv4(str(n, key).c_str());

@@ -4,6 +4,7 @@
 
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
+#include "metaroce/units/units.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -21,17 +22,7 @@ namespace metaroce::scenario {
 // Formatting shared with assertions.cc and engine.cc (declared there too).
 namespace detail {
 
-std::string trim_number(double v, int max_decimals = 6) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", max_decimals, v);
-  std::string s = b;
-  if (s.find('.') != std::string::npos) {
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-  }
-  if (s == "-0") s = "0";
-  return s;
-}
+std::string trim_number(double v, int max_decimals = 6) { return units::trimmed_fixed(v, max_decimals); }
 
 std::string format_duration(Nanos ns) {
   if (ns == 0) return "0";
@@ -108,42 +99,6 @@ bool valid_name(const std::string& s, size_t max, bool upper_and_dots) {
                     (upper_and_dots && ((c >= 'A' && c <= 'Z') || c == '_' || c == '.'));
     if (!ok) return false;
   }
-  return true;
-}
-
-// Splits "2.5ms" into 2.5 and "ms"; false if it does not start with a plain
-// non-negative decimal number.
-bool split_number(const std::string& text, double* num, std::string* unit) {
-  size_t i = 0;
-  bool digits = false, dot = false;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c >= '0' && c <= '9') {
-      digits = true;
-    } else if (c == '.' && !dot) {
-      dot = true;
-    } else {
-      break;
-    }
-    ++i;
-  }
-  // An exponent (1e-3) is a plain number too.
-  if (digits && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    size_t j = i + 1;
-    if (j < text.size() && (text[j] == '-' || text[j] == '+')) ++j;
-    size_t k = j;
-    while (k < text.size() && text[k] >= '0' && text[k] <= '9') ++k;
-    if (k > j) i = k;
-  }
-  if (!digits) return false;
-  const std::string n = text.substr(0, i);
-  char* end = nullptr;
-  const double v = std::strtod(n.c_str(), &end);
-  if (end != n.c_str() + n.size() || !std::isfinite(v)) return false;
-  size_t u = i;
-  while (u < text.size() && text[u] == ' ') ++u;
-  *num = v;
-  *unit = text.substr(u);
   return true;
 }
 
@@ -238,97 +193,47 @@ class Parser {
       fail(n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")");
     return x;
   }
-  double number(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open = false) const {
+  // A parse by the shared units library, or an error naming the key, the
+  // problem, what the unit allows and the range the key takes.
+  template <class T>
+  T unit_value(const YAML::Node& n, const std::string& key, const units::Parsed<T>& p, const std::string& range) const {
     const std::string v = n.IsScalar() ? n.Scalar() : text(n);
-    double x = 0;
-    std::string unit;
+    if (!n.IsScalar()) fail(n, key, "must be a single value, not " + v);
+    if (!p.ok())
+      fail(n, key, p.problem + " (allowed: " + std::string(p.allowed) + (range.empty() ? "" : ", in " + range) + "; got " + v + ")");
+    return p.value;
+  }
+  static std::string scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string(); }
+  double number(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open = false) const {
     const std::string range = std::string(lo_open ? "(" : "[") + trim_number(lo) + ", " + trim_number(hi) + "]";
-    if (!n.IsScalar() || !split_number(v, &x, &unit) || !unit.empty())
-      fail(n, key, "must be a number in " + range + " (got " + v + ")");
-    if (x < lo || x > hi || (lo_open && x == lo)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    const double x = unit_value(n, key, units::parse_number(scalar(n)), range);
+    if (x < lo || x > hi || (lo_open && x == lo)) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return x;
   }
   // "2s" "500ms" "5us" "100ns"; a bare 0.
   Nanos duration(const YAML::Node& n, const std::string& key, Nanos lo, Nanos hi) const {
-    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
     const std::string range = "[" + format_duration(lo) + ", " + format_duration(hi) + "]";
-    double x = 0;
-    std::string unit;
-    if (!n.IsScalar() || !split_number(v, &x, &unit))
-      fail(n, key, "must be a duration like 2s, 500ms, 5us or 100ns in " + range + " (got " + v + ")");
-    double scale = 0;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit == "m" || unit == "min") scale = 60e9;
-    else if (unit == "h") scale = 3600e9;
-    else if (unit.empty() && x == 0) scale = 1;
-    else if (unit.empty()) fail(n, key, "needs a unit (ns, us, ms, s), e.g. 2s or 500ms (got " + v + ")");
-    else fail(n, key, "unknown duration unit '" + unit + "' (ns, us, ms, s) (got " + v + ")");
-    const double ns = x * scale;
-    if (ns < static_cast<double>(lo) || ns > static_cast<double>(hi)) fail(n, key, "must be in " + range + " (got " + v + ")");
-    return static_cast<Nanos>(std::llround(ns));
+    const Nanos ns = unit_value(n, key, units::parse_duration_ns(scalar(n)), range);
+    if (ns < lo || ns > hi) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
+    return ns;
   }
   // "16K" "1M" (1024-based) or integers (bytes).
   uint64_t size(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
-    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
     const std::string range = "[" + format_size(static_cast<double>(lo)) + ", " + format_size(static_cast<double>(hi)) + "]";
-    double x = 0;
-    std::string unit;
-    if (!n.IsScalar() || !split_number(v, &x, &unit))
-      fail(n, key, "must be a size like 16K, 1M or 4096 in " + range + " (got " + v + ")");
-    double scale = 0;
-    std::string u = unit;
-    if (u.size() >= 2 && u.substr(u.size() - 2) == "iB") u.resize(u.size() - 2);
-    else if (!u.empty() && u.back() == 'B') u.pop_back();
-    if (u.empty()) scale = 1;
-    else if (u == "K" || u == "k") scale = 1024;
-    else if (u == "M") scale = 1024.0 * 1024;
-    else if (u == "G") scale = 1024.0 * 1024 * 1024;
-    else fail(n, key, "unknown size unit '" + unit + "' (K, M, G: 1024-based) (got " + v + ")");
-    const double b = x * scale;
-    if (b != std::floor(b)) fail(n, key, "must be a whole number of bytes (got " + v + ")");
-    if (b < static_cast<double>(lo) || b > static_cast<double>(hi)) fail(n, key, "must be in " + range + " (got " + v + ")");
-    return static_cast<uint64_t>(b);
+    const uint64_t b = unit_value(n, key, units::parse_size_bytes(scalar(n)), range);
+    if (b < lo || b > hi) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
+    return b;
   }
   // "25G" "10M" (bits/s, 1000-based) or numbers.
   double rate(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open) const {
-    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
     const std::string range = std::string(lo_open ? "(" : "[") + format_rate(lo) + ", " + format_rate(hi) + "]";
-    double x = 0;
-    std::string unit;
-    if (!n.IsScalar() || !split_number(v, &x, &unit))
-      fail(n, key, "must be a rate in bits/s like 25G or 10M in " + range + " (got " + v + ")");
-    std::string u = unit;
-    for (const char* suffix : {"bps", "b/s", "bit/s"}) {
-      const std::string s = suffix;
-      if (u.size() >= s.size() && u.substr(u.size() - s.size()) == s) {
-        u.resize(u.size() - s.size());
-        break;
-      }
-    }
-    double scale = 0;
-    if (u.empty()) scale = 1;
-    else if (u == "K" || u == "k") scale = 1e3;
-    else if (u == "M") scale = 1e6;
-    else if (u == "G") scale = 1e9;
-    else if (u == "T") scale = 1e12;
-    else fail(n, key, "unknown rate unit '" + unit + "' (K, M, G, T: bits/s, 1000-based) (got " + v + ")");
-    const double r = x * scale;
-    if (r < lo || r > hi || (lo_open && r == lo)) fail(n, key, "must be in " + range + " (got " + v + ")");
+    const double r = unit_value(n, key, units::parse_rate_bps(scalar(n)), range);
+    if (r < lo || r > hi || (lo_open && r == lo)) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return r;
   }
   // "1%" or 0.01, in [0, 1].
   double probability(const YAML::Node& n, const std::string& key) const {
-    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
-    double x = 0;
-    std::string unit;
-    if (!n.IsScalar() || !split_number(v, &x, &unit) || (!unit.empty() && unit != "%"))
-      fail(n, key, "must be a probability like 1% or 0.01 in [0, 1] (got " + v + ")");
-    if (unit == "%") x /= 100;
-    if (x < 0 || x > 1) fail(n, key, "must be in [0, 1] = [0%, 100%] (got " + v + ")");
-    return x;
+    return unit_value(n, key, units::parse_probability(scalar(n)), "");
   }
 
   // ---- sections

@@ -259,6 +259,20 @@ TEST(DaemonConfig, MinRtoRangeIsTheEnginesAtBothEdges) {
   }
 }
 
+// Durations go through the shared units library: the spellings of
+// metarocectl's flags and scenario files, and bare integers as nanoseconds.
+TEST(DaemonConfig, DurationsTakeTheSharedUnitSpellings) {
+  for (const auto& [text, ns] : std::vector<std::pair<std::string, int64_t>>{
+           {"2000000", 2'000'000}, {"2ms", 2'000'000}, {"1.5ms", 1'500'000}, {"2000us", 2'000'000}, {"20MS", 20'000'000}}) {
+    std::string err;
+    auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  min_rto_ns: " + text + "\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << text << ": " << err;
+    EXPECT_EQ(c->endpoint->min_rto_ns, ns) << text;
+  }
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  min_rto_ns: 2.5\n").find("endpoint.min_rto_ns: must be a duration"),
+            std::string::npos);
+}
+
 // Found by fuzz_config_parsers: a socket path with a control character and
 // invalid UTF-8 was accepted, and its effective YAML parsed to another config.
 TEST(DaemonConfig, StringsMustBePrintableUtf8) {

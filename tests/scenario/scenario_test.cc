@@ -273,25 +273,42 @@ TEST(ScenarioParse, HostSelectorsByIndexOrName) {
   EXPECT_EQ(s.timeline[1].label, "delay 1us on links of h1");
 }
 
+// Scenario files read values through the same units library as metarocectl's
+// flags, so every spelling one accepts the other accepts too.
+TEST(ScenarioUnits, TheCliSpellingsAreAccepted) {
+  const Scenario s = parse_ok(kMinimal + "interval: 12.5ms\nbase: {rate: 250m, delay: 10\xc2\xb5s, jitter: 2US, "
+                                         "queue_limit: 2mb, ecn_threshold: 64KiB, loss: 0.5%}\n");
+  EXPECT_EQ(s.interval_ns, 12'500'000);
+  EXPECT_DOUBLE_EQ(*s.base.rate_bps, 250e6);
+  EXPECT_EQ(*s.base.delay_ns, 10'000);
+  EXPECT_EQ(*s.base.jitter_ns, 2'000);
+  EXPECT_EQ(*s.base.queue_limit_bytes, 2u << 20);
+  EXPECT_EQ(*s.base.ecn_threshold_bytes, 64u << 10);
+  EXPECT_DOUBLE_EQ(*s.base.loss, 0.005);
+  std::string one_minute = kMinimal;
+  one_minute.replace(one_minute.find("duration: 6s"), 12, "duration: 1min");
+  EXPECT_EQ(parse_ok(one_minute).duration_ns, 60'000'000'000);
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST(ScenarioErrors, BadUnit) {
   EXPECT_EQ(error_of(kMinimal + "interval: 250xs\n"),
-            "f.yaml:7: interval: unknown duration unit 'xs' (ns, us, ms, s) (got 250xs)");
+            "f.yaml:7: interval: unknown duration unit \"xs\" (allowed: a number with a unit ns, us, ms, s, m or h, e.g. 10us, 5ms, 2s, 1m, in [10ms, 1h]; got 250xs)");
   EXPECT_EQ(error_of(kMinimal + "interval: 250\n"),
-            "f.yaml:7: interval: needs a unit (ns, us, ms, s), e.g. 2s or 500ms (got 250)");
+            "f.yaml:7: interval: a duration needs a unit (allowed: a number with a unit ns, us, ms, s, m or h, e.g. 10us, 5ms, 2s, 1m, in [10ms, 1h]; got 250)");
   EXPECT_EQ(error_of(kMinimal + "base: {rate: 25Q}\n"),
-            "f.yaml:7: base.rate: unknown rate unit 'Q' (K, M, G, T: bits/s, 1000-based) (got 25Q)");
+            "f.yaml:7: base.rate: unknown rate unit \"Q\" (allowed: a number > 0 in bits/s with an optional K, M, G or T and an optional bit, bps or b/s, e.g. 25G, 100Gbit, 10Mbps, in (0, 1.6T]; got 25Q)");
   EXPECT_EQ(error_of(kMinimal + "base: {queue_limit: 16X}\n"),
-            "f.yaml:7: base.queue_limit: unknown size unit 'X' (K, M, G: 1024-based) (got 16X)");
-  EXPECT_EQ(error_of(kMinimal + "base: {loss: 150%}\n"), "f.yaml:7: base.loss: must be in [0, 1] = [0%, 100%] (got 150%)");
+            "f.yaml:7: base.queue_limit: unknown size unit \"X\" (allowed: a whole number of bytes with an optional K, M or G (x1024), e.g. 4096, 64K, 1M, in [1K, 1G]; got 16X)");
+  EXPECT_EQ(error_of(kMinimal + "base: {loss: 150%}\n"), "f.yaml:7: base.loss: probability out of range (allowed: a probability in [0, 1] such as 0.01, or a percentage such as 1%; got 150%)");
   EXPECT_EQ(error_of(kMinimal + "base: {loss: lots}\n"),
-            "f.yaml:7: base.loss: must be a probability like 1% or 0.01 in [0, 1] (got lots)");
+            "f.yaml:7: base.loss: not a probability (allowed: a probability in [0, 1] such as 0.01, or a percentage such as 1%; got lots)");
   EXPECT_EQ(error_of(kMinimal + "seed: -1\n"), "f.yaml:7: seed: must be an integer in [0, 9223372036854775807] (got -1)");
   EXPECT_EQ(error_of(kMinimal + "topology: {planes: 2.5}\n"),
             "f.yaml:7: topology.planes: must be an integer in [1, 16] (got 2.5)");
   EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, size: 1.5}\n"),
-            "f.yaml:7: jobs[2].size: must be a whole number of bytes (got 1.5)");
+            "f.yaml:7: jobs[2].size: not a whole number of bytes (allowed: a whole number of bytes with an optional K, M or G (x1024), e.g. 4096, 64K, 1M, in [1, 16M]; got 1.5)");
 }
 
 TEST(ScenarioErrors, Ranges) {
@@ -352,7 +369,7 @@ TEST(ScenarioErrors, TimelineEvents) {
   EXPECT_EQ(error_of(t + "  - {action: down}\n"), "f.yaml:8: timeline[0].at: is required");
   // The timeline may run on several lines; the line is the key's.
   EXPECT_EQ(error_of(t + "  - at: 1s\n    action: set\n    set:\n      loss: 2x\n"),
-            "f.yaml:11: timeline[0].set.loss: must be a probability like 1% or 0.01 in [0, 1] (got 2x)");
+            "f.yaml:11: timeline[0].set.loss: not a probability (allowed: a probability in [0, 1] such as 0.01, or a percentage such as 1%; got 2x)");
   const Scenario s = parse_ok(t + "  - {at: 1s, action: flap, plane: 0, period: 0}\n");
   EXPECT_EQ(s.timeline[0].flap_period_ns, 0);
   EXPECT_EQ(s.timeline[0].label, "plane 0 stops flapping");
@@ -375,7 +392,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(error_of(kMinimal + "sim: {plane_rate: 25G}\n"),
             "f.yaml:7: sim.plane_rate: removed: the fabric's rate is base.rate, the same live and in the simulator");
   EXPECT_EQ(error_of(kMinimal + "fidelity: {max_busy: 2}\n"),
-            "f.yaml:7: fidelity.max_busy: must be in [0, 1] = [0%, 100%] (got 2)");
+            "f.yaml:7: fidelity.max_busy: probability out of range (allowed: a probability in [0, 1] such as 0.01, or a percentage such as 1%; got 2)");
   EXPECT_EQ(error_of(kMinimal + "fidelity: {max_frame_lateness_p99: 0}\n"),
             "f.yaml:7: fidelity.max_frame_lateness_p99: must be in [1us, 1s] (got 0)");
   EXPECT_EQ(error_of(kMinimal + "seed: 1\nseed: 2\n"), "f.yaml:8: seed: duplicate key");
