@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,14 @@ class Reader {
            "must be a duration in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                "] ns, e.g. 2ms, 10us, 5000 (got '" + v + "')");
     return d.value;
+  }
+  // A network namespace name as `ip netns` makes them (a file in /run/netns).
+  std::string netns(const YAML::Node& n, const std::string& key) const {
+    const std::string v = str(n, key);
+    bool ok = !v.empty() && v.size() <= 64 && v != "." && v != "..";
+    for (char ch : v) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');
+    if (!ok) fail(n, key, "must be a network namespace name: 1 to 64 of A-Z a-z 0-9 - _ . (got '" + v + "')");
+    return v;
   }
   uint32_t ipv4(const YAML::Node& n, const std::string& key) const {
     const auto ip = wire::parse_ipv4(str(n, key).c_str());
@@ -268,15 +277,18 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       for (uint32_t p = 0; p < labcfg->planes; ++p) e.interfaces.push_back(lab::host_ifname(p));
       e.ip = lab::host_ip(*labcfg, c.lab_host, 0);
       e.mac = lab::host_mac(*labcfg, c.lab_host, 0);
+      // Both roles in one daemon: each opens its ports in its own namespace.
+      if (c.role == DaemonRole::kBoth) e.netns = lab::host_netns(labcfg->name, static_cast<uint32_t>(c.lab_host));
     }
     const YAML::Node n = root["endpoint"];
     if (n) {
       r.expect_map(n, "endpoint",
-                   {"datapath", "interfaces", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
+                   {"datapath", "interfaces", "netns", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
                     "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "busy_poll",
                     "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
+      if (n["netns"]) e.netns = r.netns(n["netns"], "endpoint.netns");
       if (n["address"]) e.ip = r.ipv4(n["address"], "endpoint.address");
       if (n["mac"]) e.mac = r.mac(n["mac"], "endpoint.mac");
       if (n["udp_port"]) e.udp_port = static_cast<uint16_t>(r.uint(n["udp_port"], "endpoint.udp_port", 1, 65535));
@@ -331,6 +343,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       f.interface_macs.assign(f.planes, {});
       for (uint32_t p = 0; p < f.planes; ++p)
         for (uint32_t h = 0; h < f.hosts; ++h) f.interface_macs[p].push_back(lab::host_mac(*labcfg, h, p));
+      if (c.role == DaemonRole::kBoth) f.netns = lab::fabric_netns(labcfg->name);
     }
     f.port.prop_delay_ns = 0;
     f.port.rate_bps = 10e9;
@@ -339,7 +352,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     const YAML::Node n = root["fabric"];
     if (n) {
       r.expect_map(n, "fabric",
-                   {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "host_macs", "frame_size", "eal_args",
+                   {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "netns", "host_macs", "frame_size", "eal_args",
                     "port", "ecmp", "seed", "busy_poll"});
       if (n["datapath"]) f.datapath = r.one_of(n["datapath"], "fabric.datapath", {"afxdp", "dpdk"});
       if (n["hosts"]) f.hosts = static_cast<uint32_t>(r.uint(n["hosts"], "fabric.hosts", 2, 64));
@@ -352,6 +365,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
         for (size_t p = 0; p < l.size(); ++p)
           f.interfaces.push_back(r.strings(l[p], "fabric.interfaces[" + std::to_string(p) + "]", 2, 64));
       }
+      if (n["netns"]) f.netns = r.netns(n["netns"], "fabric.netns");
       if (n["host_macs"]) {
         const auto& l = n["host_macs"];
         if (!l.IsSequence()) r.fail(l, "fabric.host_macs", "must be a list of MAC addresses, one per host");
@@ -437,6 +451,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
     const auto& e = *c.endpoint;
     j["endpoint"] = {{"datapath", e.datapath},
                      {"interfaces", e.interfaces},
+                     {"netns", e.netns},
                      {"address", lab::ip_to_string(e.ip)},
                      {"mac", mac_text(e.mac)},
                      {"udp_port", e.udp_port},
@@ -452,15 +467,17 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"max_region_bytes", e.max_region_bytes},
                      {"memory_budget_bytes", e.memory_budget_bytes},
                      {"half_open_timeout_ns", e.half_open_timeout_ns}};
+    if (e.netns.empty()) j["endpoint"].erase("netns");
   }
   if (c.fabric) {
     const auto& f = *c.fabric;
     std::vector<std::string> macs;
     for (const auto& m : f.host_macs) macs.push_back(mac_text(m));
     j["fabric"] = {{"datapath", f.datapath},     {"hosts", f.hosts},       {"planes", f.planes},
-                   {"ecmp_links", f.ecmp_links}, {"interfaces", f.interfaces}, {"host_macs", macs},
+                   {"ecmp_links", f.ecmp_links}, {"interfaces", f.interfaces}, {"netns", f.netns}, {"host_macs", macs},
                    {"frame_size", f.frame_size}, {"eal_args", f.eal_args}, {"port", link_json(f.port)},
                    {"ecmp", link_json(f.ecmp)},  {"seed", f.seed},         {"busy_poll", f.busy_poll}};
+    if (f.netns.empty()) j["fabric"].erase("netns");
   }
   return j;
 }

@@ -110,13 +110,15 @@ std::string DaemonCore::start() {
   if (!token_error_.empty()) return token_error_;
   std::string err;
   if (config_.fabric) {
-    fabric_ = FabricRuntime::start(*config_.fabric, config_.name, &err);
+    // With both roles the endpoint's worker thread runs the fabric node too:
+    // one busy thread, not two (docs/architecture.md, "Threads and cores").
+    fabric_ = FabricRuntime::start(*config_.fabric, config_.name, &err, /*own_thread=*/!config_.endpoint);
     if (!fabric_) return err;
     spdlog::info("fabric: {} hosts x {} planes x {} ECMP links on {} ports", config_.fabric->hosts,
                  config_.fabric->planes, config_.fabric->ecmp_links, config_.fabric->datapath);
   }
   if (config_.endpoint) {
-    endpoint_ = EndpointRuntime::start(*config_.endpoint, config_.name, &err);
+    endpoint_ = EndpointRuntime::start(*config_.endpoint, config_.name, &err, fabric_.get());
     if (!endpoint_) return err;
     spdlog::info("endpoint: {} {} on {} planes ({})", lab::ip_to_string(config_.endpoint->ip),
                  lab::mac_to_string(endpoint_->config().mac), endpoint_->planes(), config_.endpoint->datapath);

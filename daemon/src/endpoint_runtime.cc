@@ -1,10 +1,14 @@
 #include "endpoint_runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
+#include "fabric_runtime.h"
+#include "metaroce/datapath/netns.h"
 #include "metaroce/lab/config.h"
 
 namespace metaroce::daemon {
@@ -33,10 +37,22 @@ datapath::PortConfig make_port_config(const std::string& datapath, const std::st
   return c;
 }
 
+void close_ports_in(const std::string& netns, std::vector<std::unique_ptr<datapath::Port>>& ports) {
+  std::optional<datapath::ScopedNetns> in;
+  if (!netns.empty()) {
+    try {
+      in.emplace(netns);
+    } catch (const std::exception&) {
+      // The namespace was deleted: closing only frees our memory and sockets.
+    }
+  }
+  ports.clear();
+}
+
 EndpointRuntime::EndpointRuntime(const EndpointSection& config) : config_(config) {}
 
 std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& config, const std::string& daemon_name,
-                                                        std::string* error) {
+                                                        std::string* error, FabricRuntime* shared_fabric) {
   std::unique_ptr<EndpointRuntime> rt(new EndpointRuntime(config));
   transport::EndpointConfig ec;
   ec.ip = config.ip;
@@ -55,6 +71,13 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   rt->config_.mac = ec.mac;
   rt->endpoint_ = std::make_unique<transport::Endpoint>(ec);
   std::vector<datapath::Port*> ports;
+  std::optional<datapath::ScopedNetns> in;  // the ports bind to interfaces of this namespace
+  try {
+    if (!config.netns.empty()) in.emplace(config.netns);
+  } catch (const std::exception& e) {
+    *error = "endpoint.netns: " + std::string(e.what());
+    return nullptr;
+  }
   for (size_t p = 0; p < config.interfaces.size(); ++p) {
     datapath::PortConfig pc = make_port_config(
         config.datapath, config.interfaces[p], "plane" + std::to_string(p), config.frame_size, config.xdp_mode, false,
@@ -77,25 +100,35 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   idle.busy_poll = config.busy_poll;
   rt->worker_ = std::make_unique<datapath::EndpointWorker>(*rt->endpoint_, ports, std::nullopt, idle);
   rt->channel_.set_running(true);
+  rt->shared_fabric_ = shared_fabric;
   EndpointRuntime* self = rt.get();
+  rt->worker_->set_on_iteration([self](transport::Nanos now) { self->on_iteration(now); });
   rt->thread_ = std::thread([self] {
-    self->worker_->run(self->stop_, [self](transport::Nanos now) { self->on_iteration(now); });
+    // Named for top -H and for the tests that count the daemon's busy threads.
+    pthread_setname_np(pthread_self(), self->shared_fabric_ ? "mr-endpt+fabric" : "mr-endpoint");
+    std::vector<datapath::PolledLoop*> loops{self->worker_.get()};
+    if (self->shared_fabric_) loops.push_back(&self->shared_fabric_->loop());
+    datapath::run_loops(loops, self->stop_, self->worker_->idle());
   });
   return rt;
 }
 
-EndpointRuntime::~EndpointRuntime() { stop(); }
+EndpointRuntime::~EndpointRuntime() {
+  stop();
+  close_ports_in(config_.netns, ports_);  // a start that failed half-way
+}
 
 void EndpointRuntime::stop() {
   if (!thread_.joinable()) return;
   channel_.set_running(false);
+  if (shared_fabric_) shared_fabric_->channel().set_running(false);  // its loop stops with this thread
   stop_ = true;
   thread_.join();
   channel_.drain(datapath::monotonic_ns());  // commands queued before set_running(false)
   drivers_.clear();
   responders_.clear();
   worker_.reset();
-  ports_.clear();  // closes AF_XDP sockets and detaches our XDP programs
+  close_ports_in(config_.netns, ports_);  // closes AF_XDP sockets and detaches our XDP programs
 }
 
 void EndpointRuntime::remove_driver(TrafficDriver* d) {

@@ -20,6 +20,8 @@
 
 namespace metaroce::daemon {
 
+class FabricRuntime;
+
 struct PortSnapshot {
   std::string name, kind, interface;
   uint32_t plane = 0;
@@ -29,8 +31,10 @@ struct PortSnapshot {
 class EndpointRuntime {
  public:
   // Opens the ports and starts the worker; nullptr and *error on failure.
+  // With shared_fabric (a fabric role started without its own thread), the
+  // worker thread runs the fabric node too (datapath::run_loops).
   static std::unique_ptr<EndpointRuntime> start(const EndpointSection& config, const std::string& daemon_name,
-                                                std::string* error);
+                                                std::string* error, FabricRuntime* shared_fabric = nullptr);
   ~EndpointRuntime();  // stops the worker, closes the ports (detaching XDP programs)
 
   const EndpointSection& config() const { return config_; }
@@ -60,6 +64,7 @@ class EndpointRuntime {
   WorkerChannel channel_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  FabricRuntime* shared_fabric_ = nullptr;  // runs on thread_ too
   // Worker thread only.
   std::vector<TrafficDriver*> drivers_;
   std::unordered_map<uint32_t, Responder*> responders_;
@@ -71,5 +76,11 @@ datapath::PortConfig make_port_config(const std::string& datapath, const std::st
                                       uint32_t frame_size, const std::string& xdp_mode, bool bridge,
                                       const std::vector<uint16_t>& udp_ports, const std::vector<std::string>& eal_args,
                                       uint32_t dpdk_index, const std::string& file_prefix);
+
+// Closes ports inside the namespace they were opened in ("" = the daemon's
+// own): an XDP program is detached by interface index, which in another
+// namespace names another interface. A namespace already gone took its
+// interfaces (and their programs) with it.
+void close_ports_in(const std::string& netns, std::vector<std::unique_ptr<datapath::Port>>& ports);
 
 }  // namespace metaroce::daemon

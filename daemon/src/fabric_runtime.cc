@@ -1,8 +1,12 @@
 #include "fabric_runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "endpoint_runtime.h"
+#include "metaroce/datapath/netns.h"
 
 namespace metaroce::daemon {
 
@@ -31,8 +35,15 @@ emulator::LinkPatch base_patch(const emulator::LinkConfig& c) {
 }
 
 std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config, const std::string& daemon_name,
-                                                    std::string* error) {
+                                                    std::string* error, bool own_thread) {
   std::unique_ptr<FabricRuntime> rt(new FabricRuntime(config));
+  std::optional<datapath::ScopedNetns> in;  // the ports bind to interfaces of this namespace
+  try {
+    if (!config.netns.empty()) in.emplace(config.netns);
+  } catch (const std::exception& e) {
+    *error = "fabric.netns: " + std::string(e.what());
+    return nullptr;
+  }
   std::vector<std::vector<datapath::Port*>> ports(config.planes, std::vector<datapath::Port*>(config.hosts));
   for (uint32_t p = 0; p < config.planes; ++p)
     for (uint32_t h = 0; h < config.hosts; ++h) {
@@ -66,23 +77,32 @@ std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config,
   }
   rt->node_ = std::make_unique<datapath::FabricNode>(nc, ports);
   rt->channel_.set_running(true);
+  rt->started_ = true;
   FabricRuntime* self = rt.get();
-  rt->thread_ = std::thread([self] {
-    self->node_->run(self->stop_, [self](transport::Nanos now) { self->channel_.drain(now); });
-  });
+  rt->node_->set_on_iteration([self](transport::Nanos now) { self->channel_.drain(now); });
+  if (own_thread)
+    rt->thread_ = std::thread([self] {
+      pthread_setname_np(pthread_self(), "mr-fabric");
+      datapath::PolledLoop* loop = self->node_.get();
+      datapath::run_loops({&loop, 1}, self->stop_, self->node_->idle());
+    });
   return rt;
 }
 
-FabricRuntime::~FabricRuntime() { stop(); }
+FabricRuntime::~FabricRuntime() {
+  stop();
+  close_ports_in(config_.netns, ports_);  // a start that failed half-way
+}
 
 void FabricRuntime::stop() {
-  if (!thread_.joinable()) return;
+  if (!started_) return;
+  started_ = false;
   channel_.set_running(false);
   stop_ = true;
-  thread_.join();
+  if (thread_.joinable()) thread_.join();  // else the endpoint role's thread ran the node, and has stopped
   channel_.drain(0);
   node_.reset();
-  ports_.clear();  // detaches the XDP programs
+  close_ports_in(config_.netns, ports_);  // detaches the XDP programs
 }
 
 std::string FabricRuntime::apply(const emulator::LinkSelector& sel, const emulator::LinkPatch& patch,

@@ -38,8 +38,13 @@ struct FabricSnapshot {
 
 class FabricRuntime {
  public:
+  // own_thread false: the node runs on the endpoint role's worker thread
+  // (EndpointRuntime::start with shared_fabric), which must stop first.
   static std::unique_ptr<FabricRuntime> start(const FabricSection& config, const std::string& daemon_name,
-                                              std::string* error);
+                                              std::string* error, bool own_thread = true);
+  // The node as a loop for a thread it shares (own_thread false).
+  datapath::PolledLoop& loop() { return *node_; }
+  WorkerChannel& channel() { return channel_; }
   ~FabricRuntime();
 
   const FabricSection& config() const { return config_; }
@@ -62,6 +67,7 @@ class FabricRuntime {
   WorkerChannel channel_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  bool started_ = false;
 };
 
 emulator::LinkPatch base_patch(const emulator::LinkConfig& c);

@@ -220,36 +220,30 @@ bool EndpointWorker::step(Nanos now) {
   return work;
 }
 
-void EndpointWorker::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
-  tighten_timer_slack();
-  Nanos idle_since = -1;  // start of the current idle stretch
-  Nanos granularity = 0;
-  Nanos timer_seen = -1;  // the engine deadline already recorded as serviced
-  stats_.started_ns = monotonic_ns();
-  while (!stop.load(std::memory_order_relaxed)) {
-    const Nanos now = monotonic_ns();
-    const Nanos due = ep_.next_deadline();
-    if (due <= now && due != timer_seen) {
-      stats_.timer_lateness.record(now - due);
-      timer_seen = due;
-      // The engine's clock granularity: a slowly decaying maximum of how late timers run here.
-      granularity = std::max(now - due, granularity - granularity / kGranularityDecay);
-      ep_.set_timer_granularity(granularity);
-    }
-    const bool work = step(now);
-    if (on_iteration) on_iteration(now);
-    if (work) stats_.busy_ns += monotonic_ns() - now;
-    if (work || idle_.busy_poll) {
-      idle_since = -1;
-      continue;
-    }
-    if (idle_since < 0) idle_since = now;
-    if (now - idle_since < idle_.spin_ns) continue;
-    idle_since = -1;
-    Nanos next = ep_.next_deadline();
-    if (delay_) next = std::min(next, delay_->next_due());
-    block(ports_, std::clamp<Nanos>(next - monotonic_ns(), 0, idle_.max_block_ns), stats_);
+bool EndpointWorker::poll(Nanos now) {
+  const Nanos due = ep_.next_deadline();
+  if (due <= now && due != timer_seen_) {
+    stats_.timer_lateness.record(now - due);
+    timer_seen_ = due;
+    // The engine's clock granularity: a slowly decaying maximum of how late timers run here.
+    granularity_ = std::max(now - due, granularity_ - granularity_ / kGranularityDecay);
+    ep_.set_timer_granularity(granularity_);
   }
+  const bool work = step(now);
+  if (on_iteration_) on_iteration_(now);
+  return work;
+}
+
+Nanos EndpointWorker::next_wake() const {
+  Nanos next = ep_.next_deadline();
+  if (delay_) next = std::min(next, delay_->next_due());
+  return next;
+}
+
+void EndpointWorker::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
+  set_on_iteration(on_iteration);
+  PolledLoop* self = this;
+  run_loops({&self, 1}, stop, idle_);
 }
 
 // ---------------------------------------------------------------- fabric node
@@ -264,6 +258,8 @@ FabricNode::FabricNode(const Config& config, std::vector<std::vector<Port*>> por
   staging_.reserve(static_cast<size_t>(H) * P);
   for (size_t i = 0; i < static_cast<size_t>(H) * P; ++i) staging_.emplace_back(kBurst, config_.frame_size);
   rx_.resize(kBurst);
+  for (auto& row : ports_)
+    for (Port* p : row) all_ports_.push_back(p);
 }
 
 void FabricNode::flush_port(uint32_t plane, uint32_t host) {
@@ -345,28 +341,59 @@ bool FabricNode::step(Nanos now) {
   return work;
 }
 
+bool FabricNode::poll(Nanos now) {
+  const Nanos t = now - origin_;
+  const bool work = step(t);
+  if (on_iteration_) on_iteration_(t);
+  return work;
+}
+
+Nanos FabricNode::next_wake() const {
+  Nanos next = delay_.next_due();
+  if (timeline_) next = std::min(next, timeline_->next_at());
+  return next >= INT64_MAX - origin_ ? INT64_MAX : next + origin_;  // node time -> monotonic
+}
+
 void FabricNode::run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration) {
-  std::vector<Port*> all;
-  for (auto& row : ports_)
-    for (Port* p : row) all.push_back(p);
+  set_on_iteration(on_iteration);
+  PolledLoop* self = this;
+  run_loops({&self, 1}, stop, config_.idle);
+}
+
+// ---------------------------------------------------------------- loops on one thread
+
+void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop, const IdlePolicy& idle) {
+  std::vector<Port*> ports;
+  for (PolledLoop* l : loops)
+    for (Port* p : l->wait_ports()) ports.push_back(p);
   tighten_timer_slack();
+  const Nanos started = monotonic_ns();
+  for (PolledLoop* l : loops) {
+    l->begin();
+    l->loop_stats().started_ns = started;
+  }
   Nanos idle_since = -1;  // start of the current idle stretch
-  stats_.started_ns = monotonic_ns();
   while (!stop.load(std::memory_order_relaxed)) {
-    const Nanos now = monotonic_ns() - origin_;
-    const bool work = step(now);
-    if (on_iteration) on_iteration(now);
-    if (work) stats_.busy_ns += monotonic_ns() - origin_ - now;
-    if (work || config_.idle.busy_poll) {
+    const Nanos now = monotonic_ns();
+    bool work = false;
+    for (PolledLoop* l : loops) work |= l->poll(now);
+    if (work) {
+      const Nanos spent = monotonic_ns() - now;
+      for (PolledLoop* l : loops) l->loop_stats().busy_ns += spent;
+    }
+    if (work || idle.busy_poll) {
       idle_since = -1;
       continue;
     }
     if (idle_since < 0) idle_since = now;
-    if (now - idle_since < config_.idle.spin_ns) continue;
+    if (now - idle_since < idle.spin_ns) continue;
     idle_since = -1;
-    Nanos next = delay_.next_due();
-    if (timeline_) next = std::min(next, timeline_->next_at());
-    block(all, std::clamp<Nanos>(next - (monotonic_ns() - origin_), 0, config_.idle.max_block_ns), stats_);
+    Nanos next = INT64_MAX;
+    for (PolledLoop* l : loops) next = std::min(next, l->next_wake());
+    WorkerStats& first = loops.front()->loop_stats();
+    const uint64_t blocks = first.idle_blocks;
+    block(ports, std::clamp<Nanos>(next - monotonic_ns(), 0, idle.max_block_ns), first);
+    for (PolledLoop* l : loops.subspan(1)) l->loop_stats().idle_blocks += first.idle_blocks - blocks;
   }
 }
 

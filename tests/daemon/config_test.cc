@@ -273,6 +273,34 @@ TEST(DaemonConfig, DurationsTakeTheSharedUnitSpellings) {
             std::string::npos);
 }
 
+// Role both in a lab: each role opens its ports in its own namespace (the
+// host's and the fabric's); a namespace named by hand must be a valid name.
+TEST(DaemonConfig, BothRolesInALabOpenEachRolesPortsInItsNamespace) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mrcfgns" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "lab.yaml") << "name: cfgn\nhosts: 2\nplanes: 2\n";
+  std::ofstream(dir / "both.yaml") << "role: both\nlab: {file: lab.yaml, host: 0, fabric: true}\n";
+  std::ofstream(dir / "h1.yaml") << "role: endpoint\nlab: {file: lab.yaml, host: 1}\n";
+  std::string err;
+  auto both = md::load_daemon_file((dir / "both.yaml").string(), &err);
+  ASSERT_TRUE(both) << err;
+  EXPECT_EQ(both->endpoint->netns, metaroce::lab::host_netns("cfgn", 0));
+  EXPECT_EQ(both->fabric->netns, metaroce::lab::fabric_netns("cfgn"));
+  auto h1 = md::load_daemon_file((dir / "h1.yaml").string(), &err);
+  ASSERT_TRUE(h1) << err;
+  EXPECT_EQ(h1->endpoint->netns, "") << "one role: the namespace the daemon was started in";
+  std::filesystem::remove_all(dir);
+  std::string ok;
+  auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  netns: lab-h0_x.1\n", "t.yaml", &ok);
+  ASSERT_TRUE(c) << ok;
+  EXPECT_EQ(c->endpoint->netns, "lab-h0_x.1");
+  for (const std::string& bad : std::vector<std::string>{"\"\"", "a/b", "..", std::string(65, 'n')})
+    EXPECT_NE(parse_error(std::string(kEndpoint) + "  netns: " + bad + "\n")
+                  .find("endpoint.netns: must be a network namespace name: 1 to 64 of"),
+              std::string::npos)
+        << bad;
+}
+
 // Found by fuzz_config_parsers: a socket path with a control character and
 // invalid UTF-8 was accepted, and its effective YAML parsed to another config.
 TEST(DaemonConfig, StringsMustBePrintableUtf8) {

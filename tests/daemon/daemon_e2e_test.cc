@@ -328,6 +328,54 @@ TEST(DaemonE2E, ShutdownDetachesXdpAndLeavesNoNamespace) {
   expect_no_namespace(name);
 }
 
+// Names of the daemon's threads (/proc/PID/task/*/comm), counted.
+std::map<std::string, int> thread_names(pid_t pid) {
+  std::map<std::string, int> names;
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::string comm;
+    std::getline(std::ifstream(t.path() / "comm"), comm);
+    ++names[comm];
+  }
+  return names;
+}
+
+// Role both in a lab: the fabric node runs on the endpoint's worker thread
+// (one busy thread, not two), each role's ports sit in its own namespace, the
+// fabric forwards and impairs both hosts' traffic, and shutdown detaches the
+// XDP programs in both namespaces.
+TEST(DaemonE2E, BothRolesInOneDaemonShareOneWorkerThread) {
+  NEED_LAB();
+  std::string name;
+  {
+    Lab lab(Lab::Layout::kFabricWithH0);
+    name = lab.name();
+    const Ctl st = lab.ctl("h0", {"-o", "json", "status"});
+    ASSERT_EQ(st.status, 0) << st.err;
+    EXPECT_EQ(st.j()["role"], "ROLE_BOTH");
+    const auto threads = thread_names(lab.pid("h0"));
+    EXPECT_EQ(threads.count("mr-endpt+fabric") ? threads.at("mr-endpt+fabric") : 0, 1) << lab.log("h0");
+    EXPECT_EQ(threads.count("mr-fabric"), 0u) << "no thread of its own for the fabric node";
+    EXPECT_EQ(threads.count("mr-endpoint"), 0u);
+    for (const std::string& ns : std::vector<std::string>{ml::host_netns(name, 0), ml::fabric_netns(name)}) {
+      const auto links = ml::run_command({"ip", "-n", ns, "-d", "link", "show"});
+      EXPECT_NE(links.out.find("xdp"), std::string::npos) << ns << " holds that role's ports:\n" << links.out;
+    }
+    const json r = lab.run_job({"--op", "write", "--size", "16K", "--duration", "1s", "--paths", "4"});
+    ASSERT_TRUE(r.is_object()) << lab.log("h0");
+    EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r.dump(2) << lab.log("h0");
+    EXPECT_EQ(r["result"]["verification"], "passed");
+    EXPECT_GT(num(r["result"]["retransmits"]), 0u) << "the shared fabric applies its 1% ECMP loss";
+    const Ctl counters = lab.ctl("fab", {"-o", "json", "counters", "--filter", "link_packets_in"});
+    ASSERT_EQ(counters.status, 0) << counters.err;
+    EXPECT_NE(counters.out.find("link_packets_in"), std::string::npos) << counters.out;
+    const auto rcs = lab.shutdown();
+    for (const auto& [who, rc] : rcs) EXPECT_EQ(rc, 0) << who << " exit status\n" << lab.log(who);
+    expect_no_xdp_program(name);
+  }
+  expect_no_namespace(name);
+}
+
 // Unprivileged: two daemons on the UDP datapath over loopback, controlled over
 // TCP with TLS and a bearer token, plus the listening rules at start-up.
 TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {

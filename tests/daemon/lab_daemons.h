@@ -65,8 +65,13 @@ struct Daemon {
 class Lab {
  public:
   static constexpr uint32_t kPlanes = 2;
+  // kSeparate: a daemon per host and one for the fabric (three busy threads).
+  // kFabricWithH0: h0's daemon has role both and runs the fabric node on its
+  // endpoint's worker thread, as run-scenario.sh does on a host with fewer
+  // cores than busy threads; "fab" then names h0's daemon.
+  enum class Layout { kSeparate, kFabricWithH0 };
 
-  Lab() : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
+  explicit Lab(Layout layout = Layout::kSeparate) : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 2034\n";
     std::ofstream(dir_ / "token") << "s3cret-e2e-token-" << getpid() << "\n";
@@ -77,24 +82,30 @@ class Lab {
     lab_ = *lab;
     ml::UpReport report;
     if (!ml::lab_up(lab_, ml::Ip(), &report, &err)) throw std::runtime_error("lab up: " + err);
+    const bool shared = layout == Layout::kFabricWithH0;
+    const std::string fabric_section = "fabric:\n  datapath: afxdp\n  ecmp_links: 2\n  seed: 7\n"
+                                       "  port: {rate_bps: 10e9, prop_delay_ns: 0}\n"
+                                       "  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us, loss_probability: 0.01}\n";
     for (uint32_t h = 0; h < 2; ++h) {
+      const bool both = shared && h == 0;
       const std::string cfg = (dir_ / ("h" + std::to_string(h) + ".yaml")).string();
-      std::ofstream(cfg) << "name: h" << h << "\nrole: endpoint\nlab: {file: lab.yaml, host: " << h
+      std::ofstream(cfg) << "name: h" << h << "\nrole: " << (both ? "both" : "endpoint")
+                         << "\nlab: {file: lab.yaml, host: " << h << (both ? ", fabric: true" : "")
                          << "}\ncontrol:\n  unix_socket: h" << h << ".sock\n  token_file: token\n"
                          << "endpoint:\n  datapath: afxdp\n  xdp_mode: skb\n  frame_size: 2048\n  mtu_payload: 1024\n"
-                         << "  min_rto_ns: 2ms\n";
+                         << "  min_rto_ns: 2ms\n"
+                         << (both ? fabric_section : "");
     }
     std::ofstream(dir_ / "fab.yaml") << "name: fab\nrole: fabric\nlab: {file: lab.yaml, fabric: true}\n"
                                      << "control:\n  unix_socket: fab.sock\n  token_file: token\n"
                                      << "metrics: {listen: 127.0.0.1:9464}\n"
-                                     << "fabric:\n  datapath: afxdp\n  ecmp_links: 2\n  seed: 7\n"
-                                     << "  port: {rate_bps: 10e9, prop_delay_ns: 0}\n"
-                                     << "  ecmp: {rate_bps: 10e9, prop_delay_ns: 5us, loss_probability: 0.01}\n";
+                                     << fabric_section;
     // A constructor that throws runs no destructor: take the lab down here too.
     try {
-      start("fab", ml::fabric_netns(name_));
+      if (!shared) start("fab", ml::fabric_netns(name_));
       start("h0", ml::host_netns(name_, 0));
       start("h1", ml::host_netns(name_, 1));
+      if (shared) daemons_["fab"] = Daemon{-1, daemons_["h0"].log, daemons_["h0"].socket};
     } catch (...) {
       teardown();
       throw;

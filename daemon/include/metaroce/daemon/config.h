@@ -47,6 +47,9 @@ struct MetricsConfig {
 struct EndpointSection {
   std::string datapath = "afxdp";          // afxdp | dpdk | udp
   std::vector<std::string> interfaces;     // one per plane, [1, 16]
+  // Network namespace (/run/netns/NAME) the ports are opened in; "" = the
+  // daemon's own. A lab daemon with role both sets it for each role.
+  std::string netns;
   uint32_t ip = 0;                         // the endpoint's transport IPv4
   wire::MacAddr mac{};                     // the MAC it sends from and receives on, on every plane
   uint16_t udp_port = 4794;                // MetaRoCE UDP port [1, 65535]
@@ -76,6 +79,7 @@ struct FabricSection {
   uint32_t planes = 4;                     // [1, 16]
   uint32_t ecmp_links = 1;                 // [1, 64]
   std::vector<std::vector<std::string>> interfaces;  // [plane][host]: the interface facing host on plane
+  std::string netns;                       // as EndpointSection::netns
   std::vector<wire::MacAddr> host_macs;    // the endpoint MAC of each host (routing by destination MAC)
   // Lab mode only, [plane][host]: each host's interface MAC on that plane, so
   // kernel traffic (ping, iperf3) crosses every plane, not only plane 0.

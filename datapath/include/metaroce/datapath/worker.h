@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -103,10 +104,35 @@ class TxStaging {
   std::vector<std::span<const uint8_t>> frames_;
 };
 
+// One worker loop, as a thread runs it: poll() once per iteration, and when
+// nothing moved, block on wait_ports() until next_wake(). Several loops can
+// share one thread (run_loops): on a host with fewer cores than loops, two
+// busy threads on one core wait for each other, and every wake-up across
+// cores costs more than the frames it carries (see docs/architecture.md,
+// "Threads and cores").
+class PolledLoop {
+ public:
+  virtual ~PolledLoop() = default;
+  // One iteration at monotonic time now; true if anything moved.
+  virtual bool poll(Nanos now) = 0;
+  // Monotonic time of the next thing due (INT64_MAX: nothing).
+  virtual Nanos next_wake() const = 0;
+  virtual const std::vector<Port*>& wait_ports() const = 0;
+  virtual WorkerStats& loop_stats() = 0;
+  virtual void begin() {}  // on the loop's thread, before the first poll
+};
+
+// Runs the loops on the calling thread until stop is set. An iteration polls
+// every loop; when none moved anything, the thread spins idle.spin_ns, then
+// blocks on all their ports until the earliest next_wake(). Each loop's
+// busy_ns counts the thread's iterations in which any loop moved something:
+// how close the thread (not the loop alone) is to saturation.
+void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop, const IdlePolicy& idle);
+
 // Endpoint placement: ports[p] carries plane p. Optionally the emulator sits
 // inline between the engine and its ports (one Link per plane and direction),
 // so a host can impair its own traffic.
-class EndpointWorker {
+class EndpointWorker : public PolledLoop {
  public:
   struct InlineEmulation {
     std::vector<emulator::LinkConfig> egress, ingress;  // per plane
@@ -121,6 +147,13 @@ class EndpointWorker {
   // Runs until stop is set; on_iteration (may be empty) runs every iteration
   // with the time, e.g. to poll completions and post more work.
   void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);
+  // As a PolledLoop (run() is run_loops over this one): on_iteration as above.
+  void set_on_iteration(std::function<void(Nanos)> f) { on_iteration_ = std::move(f); }
+  bool poll(Nanos now) override;
+  Nanos next_wake() const override;
+  const std::vector<Port*>& wait_ports() const override { return ports_; }
+  WorkerStats& loop_stats() override { return stats_; }
+  const IdlePolicy& idle() const { return idle_; }
   const WorkerStats& stats() const { return stats_; }
   emulator::Link* egress_link(size_t plane) { return plane < egress_.size() ? &egress_[plane] : nullptr; }
   emulator::Link* ingress_link(size_t plane) { return plane < ingress_.size() ? &ingress_[plane] : nullptr; }
@@ -139,13 +172,16 @@ class EndpointWorker {
   std::vector<TxStaging> staging_;  // per plane
   std::vector<RxFrame> rx_;
   WorkerStats stats_;
+  std::function<void(Nanos)> on_iteration_;
+  Nanos granularity_ = 0;
+  Nanos timer_seen_ = -1;  // the engine deadline already recorded as serviced
 };
 
 // Fabric placement (bump in the wire): ports[plane][host] face host `host` on
 // `plane`; every frame (MetaRoCE, RoCEv2, ARP, ICMP, TCP, UDP) is forwarded to
 // the host owning its destination MAC (broadcasts to every other host of the
 // plane) through the emulator's uplink -> ECMP link -> downlink.
-class FabricNode {
+class FabricNode : public PolledLoop {
  public:
   struct Config {
     emulator::FabricConfig fabric;                  // hosts, planes, ECMP links, impairments, seed
@@ -170,6 +206,13 @@ class FabricNode {
   Nanos origin() const { return origin_; }
   bool step(Nanos now);
   void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);
+  // As a PolledLoop: poll() takes monotonic time; on_iteration gets node time.
+  void set_on_iteration(std::function<void(Nanos)> f) { on_iteration_ = std::move(f); }
+  bool poll(Nanos now) override;
+  Nanos next_wake() const override;
+  const std::vector<Port*>& wait_ports() const override { return all_ports_; }
+  WorkerStats& loop_stats() override { return stats_; }
+  const IdlePolicy& idle() const { return config_.idle; }
   emulator::Fabric& fabric() { return fabric_; }
   const WorkerStats& stats() const { return stats_; }
 
@@ -186,7 +229,9 @@ class FabricNode {
   DelayLine delay_;
   std::vector<TxStaging> staging_;  // [plane*hosts + host]
   std::vector<RxFrame> rx_;
+  std::vector<Port*> all_ports_;
   WorkerStats stats_;
+  std::function<void(Nanos)> on_iteration_;
 };
 
 }  // namespace metaroce::datapath
