@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a scenario end to end on a network-namespace lab (root):
 #   lab up (hosts and planes from the scenario's topology) -> one metaroced per
-#   host namespace and one in the fabric namespace (AF_XDP) -> metarocectl
+#   host namespace and one in the fabric namespace (AF_XDP; on a host with
+#   fewer cores than hosts + 1, host 0's daemon runs the fabric node too) -> metarocectl
 #   scenario run (addresses pointed at this lab's daemons) -> daemons stopped
 #   -> lab down. Everything is removed on exit, also after Ctrl-C or a failure.
 #
@@ -49,35 +50,63 @@ printf 'name: %s\nhosts: %s\nplanes: %s\nmtu: 2034\n' "$lab" "$hosts" "$planes" 
 "$build/lab/metaroce_lab" up "$work/lab.yaml" >/dev/null
 echo "run-scenario: lab $lab up ($hosts hosts, $planes planes); daemons in $work"
 
-cat > "$work/fab.yaml" <<YAML
-name: fabric
-role: fabric
-lab: {file: lab.yaml, fabric: true}
-control: {unix_socket: fab.sock}
-fabric:
+# One busy worker thread per daemon role. With fewer cores than hosts + 1
+# those threads would wait for each other and the host's CPU, not the
+# emulated fabric, would shape the results; then host 0's daemon takes both
+# roles and runs the fabric node on its endpoint's worker thread
+# (docs/architecture.md, "Threads and cores"). METAROCE_LAYOUT=separate or
+# shared overrides the choice.
+cores="$(nproc)"
+layout="${METAROCE_LAYOUT:-}"
+if [ -z "$layout" ]; then
+  if [ "$cores" -lt $((hosts + 1)) ]; then layout=shared; else layout=separate; fi
+fi
+case "$layout" in
+  separate|shared) ;;
+  *) echo "run-scenario: METAROCE_LAYOUT must be separate or shared (got '$layout')" >&2; exit 2 ;;
+esac
+fabric_section="fabric:
   datapath: afxdp
   frame_size: 2048
   ecmp_links: $ecmp
   port: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
-  ecmp: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
+  ecmp: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}"
+sockets=()
+if [ "$layout" = separate ]; then
+  echo "run-scenario: layout separate: $hosts endpoint daemons + 1 fabric daemon, one worker thread each ($cores cores)"
+  cat > "$work/fab.yaml" <<YAML
+name: fabric
+role: fabric
+lab: {file: lab.yaml, fabric: true}
+control: {unix_socket: fab.sock}
+$fabric_section
 YAML
-ip netns exec "$lab-fab" "$daemon" --config "$work/fab.yaml" > "$work/fab.log" 2>&1 &
-pids+=($!)
-overrides=(--fabric "unix://$work/fab.sock")
+  ip netns exec "$lab-fab" "$daemon" --config "$work/fab.yaml" > "$work/fab.log" 2>&1 &
+  pids+=($!)
+  sockets+=("$work/fab.sock")
+  overrides=(--fabric "unix://$work/fab.sock")
+else
+  echo "run-scenario: layout shared: host 0's daemon also runs the fabric node on its worker thread ($hosts worker threads on $cores cores)"
+  overrides=(--fabric "unix://$work/h0.sock")
+fi
 for ((h = 0; h < hosts; h++)); do
+  role=endpoint lab_key="host: $h" extra=""
+  if [ "$layout" = shared ] && [ "$h" -eq 0 ]; then role=both lab_key="host: 0, fabric: true" extra="$fabric_section"; fi
   cat > "$work/h$h.yaml" <<YAML
 name: ${names[$h]:-h$h}
-role: endpoint
-lab: {file: lab.yaml, host: $h}
+role: $role
+lab: {file: lab.yaml, $lab_key}
 control: {unix_socket: h$h.sock}
 endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: 2048, mtu_payload: 1024, min_rto_ns: 2ms}
+$extra
 YAML
   ip netns exec "$lab-h$h" "$daemon" --config "$work/h$h.yaml" > "$work/h$h.log" 2>&1 &
   pids+=($!)
+  sockets+=("$work/h$h.sock")
   overrides+=(--host "${names[$h]:-h$h}=unix://$work/h$h.sock")
 done
 # Ready when every daemon answers (bounded).
-for sock in "$work/fab.sock" $(for ((h = 0; h < hosts; h++)); do echo "$work/h$h.sock"; done); do
+for sock in "${sockets[@]}"; do
   for _ in $(seq 1 300); do
     "$ctl" --server "unix://$sock" status >/dev/null 2>&1 && break
     sleep 0.1

@@ -238,8 +238,14 @@ class LiveBackend final : public ms::Backend {
   }
   std::vector<ms::DaemonCounters> read_all() {
     std::vector<ms::DaemonCounters> v;
-    v.push_back(read_counters(fabric_, "fabric"));
-    for (auto& [name, c] : hosts_) v.push_back(read_counters(*c, name));
+    // A host whose daemon also runs the fabric node (role both, same address)
+    // is read once, as "NAME+fabric": read twice, its drops would count twice.
+    std::string fabric_host;
+    for (const auto& [name, addr] : s_.hosts)
+      if (addr == s_.fabric) fabric_host = name;
+    v.push_back(read_counters(fabric_, fabric_host.empty() ? "fabric" : fabric_host + "+fabric"));
+    for (auto& [name, c] : hosts_)
+      if (name != fabric_host) v.push_back(read_counters(*c, name));
     return v;
   }
 
