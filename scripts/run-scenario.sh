@@ -4,7 +4,8 @@
 #   host namespace and one in the fabric namespace (AF_XDP; on a host with
 #   fewer cores than hosts + 1, host 0's daemon runs the fabric node too) -> metarocectl
 #   scenario run (addresses pointed at this lab's daemons) -> daemons stopped
-#   -> lab down. Everything is removed on exit, also after Ctrl-C or a failure.
+#   -> lab down. Everything is removed on exit, also after Ctrl-C or a failure;
+#   the daemons' configs and logs are kept in OUT/daemons/.
 #
 #   sudo bash scripts/run-scenario.sh configs/scenarios/plane-failure.yaml out/plane-failure [LAB]
 #
@@ -39,6 +40,8 @@ cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   "$build/lab/metaroce_lab" down --prefix "$lab" >/dev/null 2>&1 || true
+  # The daemons' configs and logs go beside the report, for whoever reads it.
+  mkdir -p "$out/daemons" 2>/dev/null && cp "$work"/*.yaml "$work"/*.log "$out/daemons/" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM

@@ -53,24 +53,6 @@ void sample_schedule(WorkerStats& stats) {
   }
 }
 
-Nanos LatenessHistogram::quantile_upper_ns(double q) const {
-  const uint64_t n = total();
-  if (n == 0) return 0;
-  const double want = std::clamp(q, 0.0, 1.0) * static_cast<double>(n);
-  uint64_t seen = 0;
-  for (size_t b = 0; b < kBuckets; ++b) {
-    seen += counts[b];
-    if (static_cast<double>(seen) >= want && seen > 0) return b == 0 ? 1 : (Nanos{2} << b) - 1;
-  }
-  return (Nanos{2} << (kBuckets - 1)) - 1;
-}
-
-LatenessHistogram LatenessHistogram::minus(const LatenessHistogram& earlier) const {
-  LatenessHistogram d;
-  for (size_t b = 0; b < kBuckets; ++b) d.counts[b] = counts[b] >= earlier.counts[b] ? counts[b] - earlier.counts[b] : 0;
-  return d;
-}
-
 // Holds a frame in a delay line; a refusal counts under its cause.
 static void hold(DelayLine& line, Nanos due, std::span<const uint8_t> frame, const emulator::FramePosition& pos,
                  WorkerStats& stats) {

@@ -67,6 +67,15 @@ Nanos DelayHistogram::percentile(double q) const {
   return max_;
 }
 
+uint64_t DelayHistogram::count_below(Nanos edge) const {
+  if (edge <= 0) return 0;
+  if (edge > kMaxTrackable) return count_;
+  const size_t last = bucket_index(edge - 1);
+  uint64_t n = 0;
+  for (size_t i = 0; i <= last; ++i) n += buckets_[i];
+  return n;
+}
+
 void DelayHistogram::reset() {
   buckets_.fill(0);
   count_ = saturated_ = 0;

@@ -22,6 +22,7 @@
 #include <functional>
 #include <new>
 #include <numbers>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -661,6 +662,27 @@ TEST(DelayHistogram, PercentilesWithinStatedPrecisionOfSortedSamples) {
   EXPECT_EQ(h.count(), 0u);
   EXPECT_EQ(h.percentile(0.5), 0);
   EXPECT_EQ(h.mean(), 0.0);
+}
+
+// The fidelity guard reads lateness quantiles from a Prometheus export of this
+// histogram at four edges per power of two: each such edge must count exactly
+// the values below it.
+TEST(DelayHistogram, CountBelowIsExactAtExportEdges) {
+  DelayHistogram h;
+  std::vector<Nanos> values;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) values.push_back(static_cast<Nanos>(rng() % 40'000'000));
+  for (Nanos v : {Nanos{0}, Nanos{1023}, Nanos{1024}, Nanos{1279}, Nanos{1280}, Nanos{196607}, Nanos{196608}})
+    values.push_back(v);
+  for (Nanos v : values) h.record(v);
+  for (int e = 10; e <= 26; ++e)
+    for (int k = 1; k <= 4; ++k) {
+      const Nanos edge = (Nanos{1} << (e - 1)) + k * (Nanos{1} << (e - 1)) / 4;
+      const auto want = static_cast<uint64_t>(std::count_if(values.begin(), values.end(), [&](Nanos v) { return v < edge; }));
+      ASSERT_EQ(h.count_below(edge), want) << "edge " << edge;
+    }
+  EXPECT_EQ(h.count_below(0), 0u);
+  EXPECT_EQ(h.count_below(DelayHistogram::kMaxTrackable + 1), h.count());
 }
 
 TEST(DelayHistogram, ExactForSmallValuesAndSaturatesOutOfRange) {

@@ -19,6 +19,7 @@
 #include "metaroce/datapath/delay_line.h"
 #include "metaroce/datapath/port.h"
 #include "metaroce/emulator/fabric.h"
+#include "metaroce/emulator/histogram.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/emulator/timeline.h"
 #include "metaroce/transport/endpoint.h"
@@ -38,28 +39,6 @@ struct IdlePolicy {
   Nanos max_block_ns = 1'000'000;   // never block longer than this
 };
 
-// How late something happened relative to when it was due, as counts in
-// log2 buckets: bucket 0 holds [0, 2 ns), bucket i holds [2^i, 2^(i+1)) ns.
-// Fixed storage, so a worker records without allocating; the control plane
-// takes differences between two snapshots and reads quantiles from them.
-struct LatenessHistogram {
-  static constexpr size_t kBuckets = 40;
-  uint64_t counts[kBuckets] = {};
-  void record(Nanos late_ns) {
-    const uint64_t v = late_ns > 0 ? static_cast<uint64_t>(late_ns) : 0;
-    const size_t b = v < 2 ? 0 : static_cast<size_t>(63 - __builtin_clzll(v));
-    counts[b < kBuckets ? b : kBuckets - 1]++;
-  }
-  uint64_t total() const {
-    uint64_t n = 0;
-    for (uint64_t c : counts) n += c;
-    return n;
-  }
-  // Upper bound (ns) of the bucket holding quantile q in [0, 1]; 0 when empty.
-  Nanos quantile_upper_ns(double q) const;
-  LatenessHistogram minus(const LatenessHistogram& earlier) const;
-};
-
 // Fidelity figures a worker keeps about itself: whether it kept up with what
 // it was asked to do on the real clock (see docs/architecture.md, "fidelity").
 struct WorkerStats {
@@ -68,9 +47,9 @@ struct WorkerStats {
   Nanos busy_ns = 0;                   // wall time spent in iterations that moved something
   // Frames leaving a delay line after their due time (emulated delay, queueing,
   // rate): the emulated fabric's own timing error.
-  LatenessHistogram frame_lateness;
+  emulator::DelayHistogram frame_lateness;
   // Endpoint role: how late the transport engine's timers were serviced.
-  LatenessHistogram timer_lateness;
+  emulator::DelayHistogram timer_lateness;
   // Filled by sample_schedule() on the worker's own thread when a snapshot is
   // taken: monotonic time then, the thread's CPU time, and the time it was
   // runnable but waited for a CPU (the host, not the fabric, delaying frames).

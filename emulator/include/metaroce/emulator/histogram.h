@@ -51,6 +51,12 @@ class DelayHistogram {
   // 0.5 = p50, 0.99 = p99, 0.999 = p99.9. 0 when empty.
   Nanos percentile(double q) const;
 
+  // How many recorded values are below edge (ns): exact when edge - 1 is a
+  // bucket's upper bound (every multiple of 2^(e-6) in [2^e, 2^(e+1)], e.g. the
+  // edges of a Prometheus export); otherwise it counts the whole bucket that
+  // holds edge - 1, so it may count values up to half a bucket above it.
+  uint64_t count_below(Nanos edge) const;
+
   void reset();
   // Adds every value of other into this one (same fixed layout, so exact).
   void merge(const DelayHistogram& other);
