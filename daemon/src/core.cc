@@ -531,18 +531,19 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
     std::shared_ptr<Responder> responder;
   };
   auto r = std::make_shared<Result>();
-  if (!endpoint_->channel().call([this, cc, rs, r](transport::Nanos) {
+  // Buffers are allocated and filled here; the worker only registers them.
+  std::shared_ptr<Responder> prepared = Responder::prepare(endpoint_->endpoint(), rs, &r->error);
+  if (prepared && !endpoint_->channel().call([this, cc, prepared, r](transport::Nanos) {
         auto& ep = endpoint_->endpoint();
         if (!ep.create_connection(cc, &r->error)) {
           if (r->error.empty()) r->error = "refused";
           return;
         }
-        std::unique_ptr<Responder> resp = Responder::create(ep, rs, &r->error);
-        if (!resp) {
+        if (!prepared->attach(&r->error)) {
           ep.destroy_connection(cc.local_id);
           return;
         }
-        r->responder = std::move(resp);
+        r->responder = prepared;
         endpoint_->add_responder(r->responder.get());
       }))
     r->error = "endpoint worker did not answer";
@@ -594,11 +595,12 @@ grpc::Status DaemonCore::release(uint32_t responder_id) {
     resp = it->second.responder;
     conns_.erase(it);
   }
-  // The responder's memory is deregistered on the worker, after the connection is gone.
-  endpoint_->channel().call([this, responder_id, resp](transport::Nanos) mutable {
+  // The responder's memory is deregistered on the worker, after the connection
+  // is gone, and freed wherever the last reference goes, off the worker.
+  endpoint_->channel().call([this, responder_id, resp](transport::Nanos) {
     endpoint_->remove_responder(responder_id);
     endpoint_->endpoint().destroy_connection(responder_id);
-    resp.reset();
+    if (resp) resp->detach();
   });
   spdlog::info("connection {}: released", responder_id);
   return grpc::Status::OK;

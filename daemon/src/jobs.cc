@@ -152,10 +152,11 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     // then the driver's memory, both on the worker.
     std::vector<uint32_t> ids;
     for (const auto& c : conns) ids.push_back(c.id());
-    endpoint_->channel().call([this, ids, driver](transport::Nanos) mutable {
+    // The memory is freed wherever the last reference goes, off the worker.
+    endpoint_->channel().call([this, ids, driver](transport::Nanos) {
       if (driver) endpoint_->remove_driver(driver.get());
       for (uint32_t id : ids) endpoint_->endpoint().destroy_connection(id);
-      driver.reset();
+      if (driver) driver->detach();
     });
     for (const auto& c : conns) {
       {
@@ -242,16 +243,18 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   struct Created {
     std::shared_ptr<TrafficDriver> driver;
     std::string error;
+    bool attached = false;
   };
   auto created = std::make_shared<Created>();
-  if (!endpoint_->channel().call([this, ds, dcs, created](transport::Nanos) {
-        std::unique_ptr<TrafficDriver> d = TrafficDriver::create(endpoint_->endpoint(), ds, dcs, &created->error);
-        if (!d) return;
-        created->driver = std::move(d);
-        endpoint_->add_driver(created->driver.get());
-      }))
-    created->error = "endpoint worker did not answer";
-  if (!created->driver) {
+  // Buffers are allocated and filled here; the worker only registers them.
+  created->driver = TrafficDriver::prepare(endpoint_->endpoint(), ds, dcs, &created->error);
+  const bool answered = created->driver && endpoint_->channel().call([this, created](transport::Nanos) {
+    if (!created->driver->attach(&created->error)) return;
+    endpoint_->add_driver(created->driver.get());
+    created->attached = true;
+  });
+  if (created->driver && !answered) created->error = "endpoint worker did not answer";  // it may attach later
+  if (!answered || !created->attached) {
     teardown(nullptr);
     job->result.set_first_error(created->error);
     set_state(v1::JOB_STATE_FAILED, created->error);
@@ -430,9 +433,9 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   if (forced) {
     // Keep the driver's memory alive: a request may still reference it. The
     // connections are gone, so nothing will; free it on the worker.
-    endpoint_->channel().call([this, driver](transport::Nanos) mutable {
+    endpoint_->channel().call([this, driver](transport::Nanos) {
       endpoint_->remove_driver(driver.get());
-      driver.reset();
+      driver->detach();
     });
   }
   v1::JobState final_state = v1::JOB_STATE_DONE;

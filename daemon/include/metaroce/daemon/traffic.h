@@ -126,14 +126,24 @@ struct PhaseResult {
 
 class TrafficDriver {
  public:
-  // Allocates and registers the local buffers (source slots, READ
-  // destinations, atomic results). On error returns nullptr and sets *error
-  // ("message_bytes: 2000000 exceeds max_message_bytes 1048576"), naming the field.
+  // prepare() then attach(), on the worker thread. On error returns nullptr
+  // and sets *error ("message_bytes: 2000000 exceeds max_message_bytes
+  // 1048576"), naming the field.
   static std::unique_ptr<TrafficDriver> create(transport::Endpoint& ep, const DriverSpec& spec,
                                                std::vector<DriverConnection> conns, std::string* error);
-  // Deregisters its memory. Destroy it only once finished() or after its
-  // connections are destroyed: the engine points into these buffers while
-  // requests are outstanding.
+  // Any thread (touches no engine state): checks the spec and allocates and
+  // fills the local buffers (source slots, READ destinations, atomic results).
+  static std::unique_ptr<TrafficDriver> prepare(transport::Endpoint& ep, const DriverSpec& spec,
+                                                std::vector<DriverConnection> conns, std::string* error);
+  // Worker thread: checks the connections' transports and registers the
+  // buffers; on error registers nothing and sets *error.
+  bool attach(std::string* error);
+  // Worker thread: deregisters the buffers (idempotent). Call it only once
+  // finished() or after its connections are destroyed: the engine points into
+  // these buffers while requests are outstanding. Then the driver may be
+  // destroyed on any thread, and its memory freed there.
+  void detach();
+  // Detaches if still attached: destroy an attached driver on the worker.
   ~TrafficDriver();
 
   bool owns(uint32_t conn) const;
@@ -164,6 +174,7 @@ class TrafficDriver {
 
  private:
   TrafficDriver(transport::Endpoint& ep, const DriverSpec& spec, std::vector<DriverConnection> conns);
+  uint64_t result_bytes() const;  // per connection, atomics: one 8-byte result per slot
   struct Impl;
   std::unique_ptr<Impl> impl_;
   transport::Endpoint& ep_;
@@ -211,11 +222,19 @@ class Responder {
     uint32_t recv_message_bytes = 0;        // > 0: post receives (SEND, WRITE_IMM)
     uint64_t seed = 1;
   };
+  // prepare() then attach(), on the worker thread; nullptr and *error on error.
   static std::unique_ptr<Responder> create(transport::Endpoint& ep, const Spec& spec, std::string* error);
+  // Any thread: checks the spec, allocates and fills the target and receive buffers.
+  static std::unique_ptr<Responder> prepare(transport::Endpoint& ep, const Spec& spec, std::string* error);
+  // Worker thread, the connection created: registers the buffers and posts the receives.
+  bool attach(std::string* error);
+  // Worker thread, after the connection is destroyed: deregisters (idempotent);
+  // then it may be destroyed, and its memory freed, on any thread.
+  void detach();
   // The memory create() allocates for this spec: the target region and the
   // receive buffers. What the daemon holds against its memory budget.
   static uint64_t memory_bytes(const Spec& spec);
-  ~Responder();
+  ~Responder();  // detaches if still attached: destroy an attached responder on the worker
 
   uint32_t conn() const { return spec_.conn; }
   uint64_t target_addr() const;
