@@ -281,6 +281,11 @@ void FabricNode::admit(uint32_t plane, uint32_t from, std::span<const uint8_t> f
 }
 
 bool FabricNode::step(Nanos now) {
+  const bool received = receive(now);
+  return release(now) || received;
+}
+
+bool FabricNode::receive(Nanos now) {
   bool work = false;
   stats_.iterations++;
   if (timeline_) timeline_->apply_due(now);
@@ -296,6 +301,12 @@ bool FabricNode::step(Nanos now) {
         admit(p, h, {rx_[i].data, rx_[i].len}, now);
       }
     }
+  return work;
+}
+
+bool FabricNode::release(Nanos now) {
+  bool work = false;
+  const uint32_t H = config_.fabric.hosts, P = config_.fabric.planes;
   while (const DelayLine::Held* held = delay_.peek_due(now)) {
     work = true;
     stats_.frame_lateness.record(now - held->due);
@@ -325,7 +336,11 @@ bool FabricNode::step(Nanos now) {
 
 bool FabricNode::poll(Nanos now) {
   const Nanos t = now - origin_;
-  const bool work = step(t);
+  const bool received = receive(t);
+  // The delay line on a fresh clock: frames that fell due while the receive
+  // bursts were read leave now, and their lateness counts that time too
+  // (with the iteration's start time it would read low).
+  const bool work = release(received ? monotonic_ns() - origin_ : t) || received;
   if (on_iteration_) on_iteration_(t);
   return work;
 }

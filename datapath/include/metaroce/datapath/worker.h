@@ -183,6 +183,8 @@ class FabricNode : public PolledLoop {
     return timeline_ ? timeline_->timeline().events().size() - timeline_->applied() : 0;
   }
   Nanos origin() const { return origin_; }
+  // One iteration at node time now: receive() then release() (poll() reads
+  // the clock again between the two).
   bool step(Nanos now);
   void run(const std::atomic<bool>& stop, const std::function<void(Nanos)>& on_iteration);
   // As a PolledLoop: poll() takes monotonic time; on_iteration gets node time.
@@ -197,6 +199,8 @@ class FabricNode : public PolledLoop {
 
  private:
   int host_for(uint32_t plane, const uint8_t* dst_mac) const;
+  bool receive(Nanos now);  // reads every port, admits frames into the delay line
+  bool release(Nanos now);  // frames due by now: forwarded through the fabric, sent
   void admit(uint32_t plane, uint32_t from, std::span<const uint8_t> frame, Nanos now);
 
   Config config_;
