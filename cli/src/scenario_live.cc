@@ -6,9 +6,12 @@
 #include <chrono>
 #include <thread>
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/fidelity.h"
 #include "metaroce/scenario/scenario.h"
+#include "metaroce/wire/rocev2.h"
+#include "metaroce/wire/udp_frame.h"
 #include "scenario_requests.h"
 #include "units.h"
 
@@ -56,8 +59,8 @@ class LiveBackend final : public ms::Backend {
     fabric_.call<v1::DaemonInfo>("Daemon.GetInfo",
                                  [&](auto* ctx, auto* r) { return fabric_.daemon().GetInfo(ctx, v1::GetInfoRequest{}, r); });
     for (auto& [name, c] : hosts_)
-      c->call<v1::DaemonInfo>("Daemon.GetInfo",
-                              [&](auto* ctx, auto* r) { return c->daemon().GetInfo(ctx, v1::GetInfoRequest{}, r); });
+      infos_[name] = c->call<v1::DaemonInfo>(
+          "Daemon.GetInfo", [&](auto* ctx, auto* r) { return c->daemon().GetInfo(ctx, v1::GetInfoRequest{}, r); });
     planes_ = show().planes();
     if (planes_ < s.planes)
       throw UsageError(fmt::format("topology.planes: the scenario needs {} planes, the fabric daemon at {} has {}",
@@ -103,6 +106,8 @@ class LiveBackend final : public ms::Backend {
       spec.set_duration_ns(s_.duration_ns);
       spec.set_interval_ns(s_.interval_ns);
       spec.set_seed(js.seed);
+      for (uint16_t port : path_source_ports(js, plan.planes, j))
+        spec.add_path_src_ports(port);
       Client* c = hosts_.at(j.from).get();
       const auto info = c->call<v1::JobInfo>("Traffic.Start", [&](auto* ctx, auto* r) { return c->traffic().Start(ctx, req, r); });
       started_.push_back({&js, c, info.id()});
@@ -236,6 +241,25 @@ class LiveBackend final : public ms::Backend {
     g.set_id(st.id);
     return st.client->call<v1::JobInfo>("Traffic.Get", [&](auto* ctx, auto* r) { return st.client->traffic().Get(ctx, g, r); });
   }
+  // The job's paths placed on ECMP links as the simulator places them
+  // (ms::path_source_ports), from the endpoints' real addresses and ports.
+  std::vector<uint16_t> path_source_ports(const ms::JobSpec& js, uint32_t planes, const ms::Job& j) const {
+    const v1::DaemonInfo& from = infos_.at(j.from);
+    const v1::DaemonInfo& to = infos_.at(j.to);
+    const auto src = metaroce::wire::parse_ipv4(from.endpoint_address().c_str());
+    const auto dst = metaroce::wire::parse_ipv4(to.endpoint_address().c_str());
+    if (!src || !dst)
+      throw UsageError(fmt::format("hosts: {} and {} must run endpoints (addresses '{}', '{}')", j.from, j.to,
+                                   from.endpoint_address(), to.endpoint_address()));
+    ms::FlowEnds ends;
+    ends.src_ip = *src;
+    ends.dst_ip = *dst;
+    ends.dst_port = js.rocev2() ? metaroce::wire::rocev2::kUdpPort : static_cast<uint16_t>(to.endpoint_udp_port());
+    // The fabric daemon hashes with the emulator's default salt, as the simulator does.
+    ends.hash_seed = metaroce::emulator::FabricConfig{}.hash_seed;
+    return ms::path_source_ports(js, planes, s_.ecmp_links, ends);
+  }
+
   std::vector<ms::DaemonCounters> read_all() {
     std::vector<ms::DaemonCounters> v;
     // A host whose daemon also runs the fabric node (role both, same address)
@@ -252,6 +276,7 @@ class LiveBackend final : public ms::Backend {
   const ms::Scenario& s_;
   Client fabric_;
   std::map<std::string, std::unique_ptr<Client>> hosts_;
+  std::map<std::string, v1::DaemonInfo> infos_;  // GetInfo of each host, at the start
   ms::Progress say_;
   uint32_t planes_ = 0;
   std::vector<ms::DaemonCounters> counters_before_;

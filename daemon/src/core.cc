@@ -273,6 +273,7 @@ void DaemonCore::info(v1::DaemonInfo* out) {
   for (const auto& k : datapath::supported_port_kinds()) out->add_port_kinds(k);
   if (endpoint_) {
     out->set_endpoint_address(lab::ip_to_string(config_.endpoint->ip));
+    out->set_endpoint_udp_port(config_.endpoint->udp_port);
     out->set_endpoint_mac(lab::mac_to_string(endpoint_->config().mac));
     out->set_planes(endpoint_->planes());
   } else if (fabric_) {
@@ -361,6 +362,16 @@ grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::Conn
     return invalid("params.base_src_port",
                    range_text(1024, 65536 - out->paths(), in.base_src_port()) + " so that every path has a port");
   if (out->first_plane() >= 16) return invalid("params.first_plane", range_text(0, 15, out->first_plane()));
+  if (in.path_src_ports_size() > 0) {
+    if (in.base_src_port() != 0)
+      return invalid("params.path_src_ports", "set base_src_port or path_src_ports, not both");
+    if (static_cast<uint32_t>(in.path_src_ports_size()) != out->paths())
+      return invalid("params.path_src_ports", "one port per path: " + std::to_string(out->paths()) + " (got " +
+                                                  std::to_string(in.path_src_ports_size()) + ")");
+    for (int i = 0; i < in.path_src_ports_size(); ++i)
+      if (in.path_src_ports(i) < 1024 || in.path_src_ports(i) > 65535)
+        return invalid("params.path_src_ports[" + std::to_string(i) + "]", range_text(1024, 65535, in.path_src_ports(i)));
+  }
   const SlotLayout layout = make_layout(out->streams(), out->queue_depth(), out->max_message_bytes());
   if (layout.bytes() + 8ull * out->streams() > e.max_region_bytes)
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -387,7 +398,9 @@ transport::ConnectionConfig DaemonCore::connection_config(const v1::ConnectionPa
   // RoCEv2 always goes to its well-known port 4791 (0 = the transport's default).
   c.peer_udp_port = c.transport == transport::TransportKind::kRoCEv2 ? 0 : peer_port;
   for (uint32_t i = 0; i < p.paths(); ++i)
-    c.paths.push_back({static_cast<uint8_t>((p.first_plane() + i) % planes), static_cast<uint16_t>(p.base_src_port() + i)});
+    c.paths.push_back({static_cast<uint8_t>((p.first_plane() + i) % planes),
+                       static_cast<uint16_t>(static_cast<int>(i) < p.path_src_ports_size() ? p.path_src_ports(static_cast<int>(i))
+                                                                                          : p.base_src_port() + i)});
   c.streams = static_cast<uint16_t>(p.streams());
   c.max_outstanding_per_stream = p.queue_depth();
   c.recv_window_messages = std::max<uint32_t>(2 * p.queue_depth(), 128);
@@ -416,7 +429,8 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
     std::lock_guard<std::mutex> g(conns_mu_);
     conns_.erase(id);
   };
-  if (params.base_src_port() == 0) params.set_base_src_port(49152 + (id * 64) % 16000);
+  if (params.base_src_port() == 0 && params.path_src_ports_size() == 0)
+    params.set_base_src_port(49152 + (id * 64) % 16000);
   const uint64_t seed = req.seed() != 0 ? req.seed() : std::random_device{}() | 1;
 
   v1::AcceptRequest areq;

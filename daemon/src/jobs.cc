@@ -110,6 +110,19 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
   if (!supported(resolved.transport(), op))
     return invalid("spec.operation", std::string(operation_name(op)) +
                                          " is not supported by rocev2 (supported: write, write_imm, send)");
+  if (spec.path_src_ports_size() > 0) {
+    if (params.path_src_ports_size() > 0 || params.base_src_port() != 0)
+      return invalid("spec.path_src_ports", "set spec.path_src_ports or params.base_src_port/path_src_ports, not both");
+    const uint64_t want = uint64_t(spec.peers_size()) * spec.connections() * resolved.paths();
+    if (static_cast<uint64_t>(spec.path_src_ports_size()) != want)
+      return invalid("spec.path_src_ports", "one port per path of every connection: peers x connections x paths = " +
+                                                std::to_string(want) + " (got " +
+                                                std::to_string(spec.path_src_ports_size()) + ")");
+    for (int i = 0; i < spec.path_src_ports_size(); ++i)
+      if (spec.path_src_ports(i) < 1024 || spec.path_src_ports(i) > 65535)
+        return invalid("spec.path_src_ports[" + std::to_string(i) + "]",
+                       "must be in [1024, 65535] (got " + std::to_string(spec.path_src_ports(i)) + ")");
+  }
   *spec.mutable_params() = params;
 
   auto job = std::make_shared<JobRecord>();
@@ -194,6 +207,11 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       req.set_peer_address(spec.peers(p));
       *req.mutable_params() = spec.params();
       req.mutable_params()->set_first_plane(static_cast<uint32_t>(conns.size()) % endpoint_->planes());
+      if (spec.path_src_ports_size() > 0) {  // this connection's slice, validated by start_job
+        const int paths = spec.path_src_ports_size() / (spec.peers_size() * static_cast<int>(spec.connections()));
+        const int first = static_cast<int>(conns.size()) * paths;
+        for (int i = 0; i < paths; ++i) req.mutable_params()->add_path_src_ports(spec.path_src_ports(first + i));
+      }
       req.set_seed(job->seed);
       v1::ConnectionInfo info;
       const grpc::Status s = create_connection(req, job->id, needs_recv ? max_size : 0, &info);

@@ -54,18 +54,22 @@ Link& Fabric::ecmp_link(uint32_t plane, uint32_t a, uint32_t b, uint32_t k) {
   return ecmp_[((plane * pairs_ + pair_index(a, b)) * config_.ecmp_links + k) * 2 + dir];
 }
 
+uint32_t ecmp_link_of(const wire::UdpFlow& flow, uint32_t hash_seed, uint32_t ecmp_links) {
+  // A switch hashes the 5-tuple; CRC32C over it, salted per fabric.
+  uint8_t t[13];
+  wire::store_be32(t, flow.src_ip);
+  wire::store_be32(t + 4, flow.dst_ip);
+  wire::store_be16(t + 8, flow.src_port);
+  wire::store_be16(t + 10, flow.dst_port);
+  t[12] = wire::kIpProtoUdp;
+  const uint32_t h = wire::crc32c_update(hash_seed ^ 0xFFFFFFFFu, t, sizeof(t));
+  return ecmp_links > 0 ? h % ecmp_links : 0;
+}
+
 int Fabric::ecmp_index(std::span<const uint8_t> frame) const {
   const auto v = wire::decode_udp_frame(frame);
   if (!v) return -1;
-  // A switch hashes the 5-tuple; CRC32C over it, salted per fabric.
-  uint8_t t[13];
-  wire::store_be32(t, v->flow.src_ip);
-  wire::store_be32(t + 4, v->flow.dst_ip);
-  wire::store_be16(t + 8, v->flow.src_port);
-  wire::store_be16(t + 10, v->flow.dst_port);
-  t[12] = wire::kIpProtoUdp;
-  const uint32_t h = wire::crc32c_update(config_.hash_seed ^ 0xFFFFFFFFu, t, sizeof(t));
-  return static_cast<int>(h % config_.ecmp_links);
+  return static_cast<int>(ecmp_link_of(v->flow, config_.hash_seed, config_.ecmp_links));
 }
 
 DropCause Fabric::forward(FramePosition& pos, std::span<uint8_t> frame, Nanos now, Nanos* at, Nanos* duplicate_at) {

@@ -1,6 +1,8 @@
 // The scenario engine (engine.h): plans, the run loop, the report.
 #include "metaroce/scenario/engine.h"
 
+#include "metaroce/emulator/fabric.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,41 @@
 #include <stdexcept>
 
 namespace metaroce::scenario {
+
+namespace {
+
+// A source port in [49152, 65535] whose flow hashes onto ECMP link want,
+// searched from start.
+uint16_t port_on_link(wire::UdpFlow flow, uint32_t start, uint32_t want, uint32_t ecmp_links, uint32_t hash_seed) {
+  for (uint32_t i = 0; i < 16384; ++i) {
+    flow.src_port = static_cast<uint16_t>(49152 + (start + i) % 16384);
+    if (emulator::ecmp_link_of(flow, hash_seed, ecmp_links) == want) return flow.src_port;
+  }
+  return static_cast<uint16_t>(49152 + start % 16384);
+}
+
+}  // namespace
+
+std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, uint32_t ecmp_links,
+                                        const FlowEnds& ends) {
+  const uint32_t P = std::max<uint32_t>(1, planes), K = std::max<uint32_t>(1, ecmp_links);
+  wire::UdpFlow flow;
+  flow.src_ip = ends.src_ip;
+  flow.dst_ip = ends.dst_ip;
+  flow.dst_port = ends.dst_port;
+  auto start = [&](uint32_t conn, uint32_t index) {
+    return static_cast<uint32_t>(((spec.index * 4099 + conn * 131 + index) * 97) % 16384);
+  };
+  std::vector<uint16_t> ports;
+  for (uint32_t c = 0; c < spec.connections; ++c) {
+    if (spec.rocev2()) {
+      ports.push_back(port_on_link(flow, start(0, c), (c / P) % K, K, ends.hash_seed));
+      continue;
+    }
+    for (uint32_t i = 0; i < spec.paths; ++i) ports.push_back(port_on_link(flow, start(c, i), (i / P) % K, K, ends.hash_seed));
+  }
+  return ports;
+}
 
 namespace detail {  // scenario.cc
 std::string format_sweep_value(const std::string& parameter, double v);

@@ -12,6 +12,7 @@
 #include "metaroce/sim/workload.h"
 #include "metaroce/transport/endpoint.h"
 #include "metaroce/wire/metaroce.h"
+#include "metaroce/wire/rocev2.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::scenario {
@@ -74,33 +75,10 @@ namespace {
 
 constexpr uint32_t kIpBase = 0x0A000001;        // simulated only: 10.0.0.1, 10.0.0.2, ...
 constexpr uint32_t kRemoteIdOffset = 0x100000;  // responder-side ids (fit RoCEv2's 24-bit QPNs)
-constexpr uint16_t kRoCEv2Port = 4791;
 
 uint32_t ip_of(uint32_t h) { return kIpBase + h; }
 wire::MacAddr mac_of(uint32_t h) {
   return {0x02, 0, 0, 0, static_cast<uint8_t>((h + 1) >> 8), static_cast<uint8_t>(h + 1)};
-}
-
-// A UDP source port (the path's ECMP entropy) for a path from host `from` to
-// `to` that hashes onto ECMP link `want` of its plane: the k-th path (or QP)
-// on a plane takes link k % ecmp_links, so paths spread evenly over the ECMP
-// links and a fault on one link hits a known share of them. Searched from a
-// per-(job, connection, path) start, so it is deterministic.
-uint16_t path_port(const emulator::Fabric& fabric, uint32_t from, uint32_t to, uint16_t dst_port, size_t job,
-                   uint32_t conn, uint32_t index, uint32_t want) {
-  const uint32_t start = static_cast<uint32_t>(((job * 4099 + conn * 131 + index) * 97) % 16384);
-  std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes);
-  wire::UdpFlow flow;
-  flow.src_ip = ip_of(from);
-  flow.dst_ip = ip_of(to);
-  flow.dst_port = dst_port;
-  for (uint32_t i = 0; i < 16384; ++i) {
-    const auto port = static_cast<uint16_t>(49152 + (start + i) % 16384);
-    flow.src_port = port;
-    wire::encode_udp_headers(frame, flow, wire::Ecn::kNotEct, 0, 0);
-    if (static_cast<uint32_t>(std::max(0, fabric.ecmp_index(frame))) == want) return port;
-  }
-  return static_cast<uint16_t>(49152 + start);
 }
 
 LatencySummary summarise(std::vector<Nanos> v) {
@@ -212,7 +190,12 @@ class SimBackend final : public Backend {
       const JobSpec& spec = js.spec;
       const Job& j = *spec.job;
       js.kind = spec.rocev2() ? TransportKind::kRoCEv2 : TransportKind::kMetaRoCE;
-      const uint32_t K = s_.ecmp_links;
+      FlowEnds ends;
+      ends.src_ip = ip_of(spec.src);
+      ends.dst_ip = ip_of(spec.dst);
+      ends.dst_port = js.kind == TransportKind::kRoCEv2 ? wire::rocev2::kUdpPort : wire::kDefaultUdpPort;
+      ends.hash_seed = r.fabric.config().hash_seed;
+      const std::vector<uint16_t> ports = path_source_ports(spec, P, s_.ecmp_links, ends);
       for (uint32_t c = 0; c < spec.connections; ++c) {
         ConnectionConfig ca;
         ca.transport = js.kind;
@@ -221,15 +204,12 @@ class SimBackend final : public Backend {
         ca.peer_ip = ip_of(spec.dst);
         ca.peer_mac = mac_of(spec.dst);
         if (js.kind == TransportKind::kMetaRoCE) {
-          // Path i on plane i % planes, the k-th path of a plane on ECMP link k % ecmp_links.
+          // Path i on plane i % planes; its ECMP link is path_source_ports'.
           for (uint32_t i = 0; i < spec.paths; ++i)
-            ca.paths.push_back({static_cast<uint8_t>(i % P), path_port(r.fabric, spec.src, spec.dst, wire::kDefaultUdpPort,
-                                                                      spec.index, c, i, (i / P) % K)});
+            ca.paths.push_back({static_cast<uint8_t>(i % P), ports[c * spec.paths + i]});
         } else {
-          // A RoCEv2 QP is pinned to one path: connection c on plane c % planes,
-          // ECMP link (c / planes) % ecmp_links.
-          ca.paths.push_back({static_cast<uint8_t>(c % P),
-                              path_port(r.fabric, spec.src, spec.dst, kRoCEv2Port, spec.index, 0, c, (c / P) % K)});
+          // A RoCEv2 QP is pinned to one path: connection c on plane c % planes.
+          ca.paths.push_back({static_cast<uint8_t>(c % P), ports[c]});
         }
         ca.streams = static_cast<uint16_t>(j.streams);
         ca.max_outstanding_per_stream = j.queue_depth;

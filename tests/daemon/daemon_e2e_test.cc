@@ -19,7 +19,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "grpc_sweep.h"
+#include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
+#include "metaroce/v1/traffic.grpc.pb.h"
 #include "lab_daemons.h"
 
 using daemon_test::Ctl;
@@ -729,23 +731,32 @@ TEST(DaemonSoak, LossAndFlapsForMinutesLeakNothing) {
 
 // gRPC bad-input sweep (issue 11), unprivileged: one endpoint daemon on the UDP
 // datapath over loopback, with a token. Every method, every field, hostile values.
-TEST(DaemonSweep, EveryMethodAndFieldWithHostileValues) {
-  const fs::path dir = fs::temp_directory_path() / ("mrsweep-" + std::to_string(getpid()));
+// An unprivileged endpoint daemon (UDP datapath on loopback) in dir, with a
+// bearer token; returns its pid once it answers (-1 if it did not start).
+pid_t start_udp_daemon(const fs::path& dir, const std::string& token, std::string* addr) {
   fs::create_directories(dir);
   const int port = 20000 + (getpid() + 104729) % 20000;
-  std::ofstream(dir / "token") << "sweep-token-0123456789\n";
+  std::ofstream(dir / "token") << token << "\n";
   std::ofstream(dir / "d.yaml") << "name: d\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "d.sock").string()
                                 << "\n  token_file: token\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n"
                                 << "  address: 127.0.0.1\n  udp_port: " << port << "\n  mac: 02:00:7f:00:00:01\n";
   const pid_t d = spawn({METAROCED_PATH, "--config", (dir / "d.yaml").string()}, (dir / "d.log").string());
-  const std::string addr = "unix://" + (dir / "d.sock").string();
-  bool ready = false;
-  for (int i = 0; i < 300 && !ready; ++i) {
-    ready = ml::run_command({METAROCECTL_PATH, "--server", addr, "--token", "sweep-token-0123456789", "status"}).status == 0;
-    if (!ready && waitpid(d, nullptr, WNOHANG) == d) break;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  *addr = "unix://" + (dir / "d.sock").string();
+  for (int i = 0; i < 300; ++i) {
+    if (ml::run_command({METAROCECTL_PATH, "--server", *addr, "--token", token, "status"}).status == 0) return d;
+    if (waitpid(d, nullptr, WNOHANG) == d) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_TRUE(ready) << slurp((dir / "d.log").string());
+  kill(d, SIGTERM);
+  wait_exit(d, std::chrono::seconds(30));
+  return -1;
+}
+
+TEST(DaemonSweep, EveryMethodAndFieldWithHostileValues) {
+  const fs::path dir = fs::temp_directory_path() / ("mrsweep-" + std::to_string(getpid()));
+  std::string addr;
+  const pid_t d = start_udp_daemon(dir, "sweep-token-0123456789", &addr);
+  ASSERT_GT(d, 0) << slurp((dir / "d.log").string());
   const daemon_test::SweepResult r = daemon_test::sweep_every_method(addr, "sweep-token-0123456789");
   std::string codes;
   for (const auto& [code, n] : r.codes) codes += " " + code + ":" + std::to_string(n);
@@ -754,6 +765,84 @@ TEST(DaemonSweep, EveryMethodAndFieldWithHostileValues) {
   EXPECT_GT(r.calls, 200u);
   for (const auto& p : r.problems) ADD_FAILURE() << p;
   EXPECT_EQ(waitpid(d, nullptr, WNOHANG), 0) << "the daemon is still running\n" << slurp((dir / "d.log").string());
+  kill(d, SIGTERM);
+  EXPECT_EQ(wait_exit(d, std::chrono::seconds(30)), 0) << slurp((dir / "d.log").string());
+  fs::remove_all(dir);
+}
+
+// Per-path source ports (ECMP entropy), which the live scenario runner sets so
+// that flows sit on the ECMP links the simulator puts them on: checked field
+// by field, and used as given. Unprivileged (UDP datapath on loopback; the
+// daemon connects to itself).
+TEST(DaemonRequests, PathSourcePortsAreCheckedAndUsed) {
+  const fs::path dir = fs::temp_directory_path() / ("mrports-" + std::to_string(getpid()));
+  const std::string token = "ports-token-0123456789";
+  std::string addr;
+  const pid_t d = start_udp_daemon(dir, token, &addr);
+  ASSERT_GT(d, 0) << slurp((dir / "d.log").string());
+  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  auto traffic = metaroce::v1::Traffic::NewStub(channel);
+  auto conns = metaroce::v1::Connections::NewStub(channel);
+  auto ctx = [&](grpc::ClientContext* c) {
+    c->AddMetadata("authorization", "Bearer " + token);
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  };
+  auto start = [&](const metaroce::v1::JobSpec& spec) {
+    grpc::ClientContext c;
+    ctx(&c);
+    metaroce::v1::StartJobRequest req;
+    *req.mutable_spec() = spec;
+    metaroce::v1::JobInfo info;
+    return traffic->Start(&c, req, &info);
+  };
+  metaroce::v1::JobSpec spec;
+  spec.set_operation(metaroce::v1::OPERATION_WRITE);
+  spec.add_peers(addr);
+  spec.add_message_bytes(4096);
+  spec.set_connections(2);
+  spec.mutable_params()->set_paths(3);
+  spec.set_iterations(10);
+  for (uint32_t p : {50000u, 50001u, 50002u, 50003u, 50004u}) spec.add_path_src_ports(p);  // one short
+  grpc::Status st = start(spec);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message().rfind("spec.path_src_ports: one port per path of every connection: peers x connections x "
+                                     "paths = 6 (got 5)", 0), 0u) << st.error_message();
+  spec.add_path_src_ports(80);
+  st = start(spec);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "spec.path_src_ports[5]: must be in [1024, 65535] (got 80)");
+
+  // A connection with its own ports: refused with a wrong count, used as given otherwise.
+  metaroce::v1::CreateConnectionRequest create;
+  create.set_peer_address(addr);
+  create.mutable_params()->set_paths(2);
+  create.mutable_params()->add_path_src_ports(51000);
+  metaroce::v1::ConnectionInfo info;
+  {
+    grpc::ClientContext c;
+    ctx(&c);
+    st = conns->Create(&c, create, &info);
+  }
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message().rfind("params.path_src_ports: one port per path: 2 (got 1)", 0), 0u) << st.error_message();
+  create.mutable_params()->add_path_src_ports(61234);
+  {
+    grpc::ClientContext c;
+    ctx(&c);
+    st = conns->Create(&c, create, &info);
+  }
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  {
+    grpc::ClientContext c;
+    ctx(&c);
+    metaroce::v1::GetConnectionRequest get;
+    get.set_id(info.id());
+    st = conns->Get(&c, get, &info);
+  }
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(info.paths_size(), 2);
+  EXPECT_EQ(info.paths(0).src_port(), 51000u);
+  EXPECT_EQ(info.paths(1).src_port(), 61234u);
   kill(d, SIGTERM);
   EXPECT_EQ(wait_exit(d, std::chrono::seconds(30)), 0) << slurp((dir / "d.log").string());
   fs::remove_all(dir);

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "metaroce/emulator/fabric.h"
+#include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
 
 namespace metaroce::scenario {
@@ -558,6 +560,46 @@ TEST(SimRunner, ShippedScenariosLoadPlanAndAreRunnable) {
     EXPECT_FALSE(plan_runs(*s).empty());
     EXPECT_EQ(check_runnable(*s, /*live=*/false), "");
     EXPECT_EQ(check_runnable(*s, /*live=*/true), "");
+  }
+}
+
+// Both backends place a job's flows on ECMP links by path_source_ports, so a
+// fault on one link hits the same share of each transport's flows live and in
+// the simulator, whatever the hosts' addresses (live: the lab's; simulator: its own).
+TEST(PathSourcePorts, EveryPathOnItsLinkDeterministicAndDistinct) {
+  for (const char* transport : {"metaroce", "rocev2"}) {
+    Job job;
+    job.transport = transport;
+    JobSpec js;
+    js.job = &job;
+    js.index = 3;
+    js.connections = std::string(transport) == "rocev2" ? 8 : 2;
+    js.paths = std::string(transport) == "rocev2" ? 1 : 8;
+    const uint32_t planes = 4, K = 2;
+    for (const uint32_t src_ip : {0x0A000001u, 0x0A640001u}) {
+      FlowEnds ends;
+      ends.src_ip = src_ip;
+      ends.dst_ip = src_ip + 1;
+      ends.dst_port = js.rocev2() ? 4791 : 4794;
+      const std::vector<uint16_t> ports = path_source_ports(js, planes, K, ends);
+      ASSERT_EQ(ports.size(), js.rocev2() ? js.connections : js.connections * js.paths) << transport;
+      EXPECT_EQ(ports, path_source_ports(js, planes, K, ends)) << "deterministic";
+      std::vector<uint16_t> sorted = ports;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << transport << ": a port used twice";
+      for (size_t k = 0; k < ports.size(); ++k) {
+        const uint32_t c = js.rocev2() ? static_cast<uint32_t>(k) : static_cast<uint32_t>(k / js.paths);
+        const uint32_t i = js.rocev2() ? 0 : static_cast<uint32_t>(k % js.paths);
+        const uint32_t want = js.rocev2() ? (c / planes) % K : (i / planes) % K;
+        wire::UdpFlow flow;
+        flow.src_ip = ends.src_ip;
+        flow.dst_ip = ends.dst_ip;
+        flow.src_port = ports[k];
+        flow.dst_port = ends.dst_port;
+        EXPECT_EQ(emulator::ecmp_link_of(flow, ends.hash_seed, K), want) << transport << " entry " << k;
+        EXPECT_GE(ports[k], 49152);
+      }
+    }
   }
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "metaroce/emulator/link.h"
+#include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::emulator {
 
@@ -50,6 +51,11 @@ struct FabricConfig {
 };
 
 std::optional<std::string> validate(const FabricConfig& c);
+
+// The ECMP link (0 .. ecmp_links-1) a UDP flow's 5-tuple hashes to on a fabric
+// salted with hash_seed: what Fabric::ecmp_index computes for the flow's
+// frames. Lets a host choose source ports (entropy) for a wanted link.
+uint32_t ecmp_link_of(const wire::UdpFlow& flow, uint32_t hash_seed, uint32_t ecmp_links);
 
 // Which links a change applies to. Unset fields mean "all".
 struct LinkSelector {

@@ -59,6 +59,25 @@ struct JobSpec {
   bool rocev2() const { return job->transport == "rocev2"; }
 };
 
+// What a switch hashes for ECMP besides the source port: the job's source and
+// destination endpoint addresses, the destination UDP port (RoCEv2 4791, or
+// the MetaRoCE endpoint's), and the fabric's hash salt.
+struct FlowEnds {
+  uint32_t src_ip = 0, dst_ip = 0;
+  uint16_t dst_port = 0;
+  uint32_t hash_seed = 0;
+};
+
+// The UDP source port (ECMP entropy) of every path of every connection of a
+// job, [c * paths + i], chosen so that flows sit on the same ECMP links in both
+// backends whatever the hosts' addresses: MetaRoCE path i on link
+// (i / planes) % ecmp_links, RoCEv2 connection c (one QP, one path) on link
+// (c / planes) % ecmp_links. So a fault on one ECMP link hits a known share of
+// each transport's flows, live as in the simulator. Deterministic: each port
+// is searched from a per-(job, connection, path) start.
+std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, uint32_t ecmp_links,
+                                        const FlowEnds& ends);
+
 struct RunPlan {
   size_t index = 0;               // 1-based, in plan order
   size_t count = 0;               // runs in the scenario
