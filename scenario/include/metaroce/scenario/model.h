@@ -115,8 +115,12 @@ struct FidelityLimits {
 // The emulated link rate when a scenario's base does not set one, live and in
 // the simulator alike: what a software datapath on two shared cores carries
 // with headroom, so the emulated fabric and not the host is the bottleneck
-// (the fidelity guard reports a live run where that did not hold).
-constexpr double kDefaultLinkRateBps = 250e6;
+// (the fidelity guard reports a live run where that did not hold). Measured on
+// plane-failure, 4 planes, endpoint and fabric node sharing one worker: at
+// 250 Mb/s that worker was 84-90 % busy and frames left the emulator up to
+// 160-460 us late at p99 (limit 250 us), most runs INCONCLUSIVE; at 200 Mb/s
+// 72-82 % busy and 115-164 us. The shipped scenarios state the same rate.
+constexpr double kDefaultLinkRateBps = 200e6;
 
 struct SimSettings {
   double time_scale = 0.002;        // scenario seconds -> simulated seconds (6 s -> 12 ms)
