@@ -229,6 +229,7 @@ Report run_scenario(const Scenario& s, Backend& backend, const Progress& progres
   report.scenario_yaml = s.yaml;
   report.planes = backend.planes();
   report.plane_rate_bps = s.link_rate_bps();
+  report.duration_s = static_cast<double>(s.duration_ns) / 1e9;
 
   for (const RunPlan& plan : plan_scenario(s)) {
     say("run " + std::to_string(plan.index) + "/" + std::to_string(plan.count) + ": " + plan.label + " (" +

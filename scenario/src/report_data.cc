@@ -9,7 +9,7 @@
 //   {
 //     "scenario_name": str, "description": str, "source": str,
 //     "mode": "sim" | "live", "version": str, "started_at": str (ISO 8601 UTC),
-//     "seed": uint, "scenario_yaml": str, "planes": uint, "plane_rate_bps": num,
+//     "seed": uint, "scenario_yaml": str, "planes": uint, "plane_rate_bps": num, "duration_s": num,
 //     "runs": [ {
 //       "job": str, "transport": str, "op": str,
 //       "sweep_parameter": str ("" unless a sweep), "sweep_value": num,
@@ -94,6 +94,7 @@ ojson to_json(const Report& r, const Derived& d) {
   j["scenario_yaml"] = r.scenario_yaml;
   j["planes"] = r.planes;
   j["plane_rate_bps"] = num_or_null(r.plane_rate_bps);
+  j["duration_s"] = num_or_null(r.duration_s);
   ojson runs = ojson::array();
   for (const auto& run : r.runs) {
     ojson o;

@@ -82,6 +82,7 @@ Derived derive(const Report& r) {
       }
       double end = 0;
       for (const auto& iv : run.intervals) end = std::max(end, iv.t1_s);
+      if (r.duration_s > 0) end = std::min(end, std::max(tf, r.duration_s));  // not the drain after it
       if (tl <= tf) tl = end;
       constexpr double kEps = 1e-9;
       std::vector<const Interval*> before, during;
@@ -97,9 +98,11 @@ Derived derive(const Report& r) {
       if (rd.baseline_bps && rd.fault_bps && *rd.baseline_bps > 0) rd.fault_retained = *rd.fault_bps / *rd.baseline_bps;
       if (rd.baseline_bps && *rd.baseline_bps > 0) {
         // Stopped: intervals after the first fault (until the run's traffic ends) that moved almost nothing.
+        // Not the drain after the scenario's duration: a last partial interval of completions is not a stall.
         double run_end = tf;
         for (const auto& iv : run.intervals)
           if (iv.goodput_bps > 0) run_end = std::max(run_end, iv.t1_s);
+        if (r.duration_s > 0) run_end = std::min(run_end, std::max(tf, r.duration_s));
         double stretch = 0, longest = 0;
         for (const auto& iv : run.intervals) {
           if (iv.t0_s < tf - kEps || iv.t1_s > run_end + kEps) continue;

@@ -780,6 +780,17 @@ TEST(DaemonRequests, PathSourcePortsAreCheckedAndUsed) {
   std::string addr;
   const pid_t d = start_udp_daemon(dir, token, &addr);
   ASSERT_GT(d, 0) << slurp((dir / "d.log").string());
+  // Stopped however the test ends (an ASSERT returns early).
+  struct Stop {
+    pid_t pid;
+    fs::path dir;
+    ~Stop() {
+      kill(pid, SIGTERM);
+      const int rc = wait_exit(pid, std::chrono::seconds(30));
+      EXPECT_EQ(rc, 0) << slurp((dir / "d.log").string());
+      fs::remove_all(dir);
+    }
+  } stop{d, dir};
   auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
   auto traffic = metaroce::v1::Traffic::NewStub(channel);
   auto conns = metaroce::v1::Connections::NewStub(channel);
@@ -843,9 +854,6 @@ TEST(DaemonRequests, PathSourcePortsAreCheckedAndUsed) {
   ASSERT_EQ(info.paths_size(), 2);
   EXPECT_EQ(info.paths(0).src_port(), 51000u);
   EXPECT_EQ(info.paths(1).src_port(), 61234u);
-  kill(d, SIGTERM);
-  EXPECT_EQ(wait_exit(d, std::chrono::seconds(30)), 0) << slurp((dir / "d.log").string());
-  fs::remove_all(dir);
 }
 
 // The same sweep on a lab (root): the fabric daemon's Fabric service and an

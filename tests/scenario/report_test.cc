@@ -271,6 +271,10 @@ TEST(ReportOutcome, UnaffectedDegradedStoppedAndInconclusive) {
   r.runs.push_back(run("slower", {1, 1, 1, 1, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75, 0.75}));
   r.runs.push_back(run("blip", {1, 1, 1, 1, 0.0, 1, 1, 1, 1, 1, 1, 1}));         // 0.5 s stall: degraded
   r.runs.push_back(run("stuck", {1, 1, 1, 1, 0.02, 0.0, 0.01, 0.6, 1, 1, 1, 1}));  // 1.5 s stall: stopped
+  // A live job drains after the duration: its last, partial interval of
+  // completions (6-6.5 s) is no stall.
+  r.runs.push_back(run("drained", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.03}));
+  r.duration_s = 6;
   const auto j = nlohmann::json::parse(ms::report_json(r));
   const auto& d = j["derived"]["runs"];
   EXPECT_EQ(d[0]["outcome"], "unaffected");
@@ -279,6 +283,9 @@ TEST(ReportOutcome, UnaffectedDegradedStoppedAndInconclusive) {
   EXPECT_DOUBLE_EQ(d[2]["stopped_s"].get<double>(), 0.5);
   EXPECT_EQ(d[3]["outcome"], "stopped");
   EXPECT_DOUBLE_EQ(d[3]["stopped_s"].get<double>(), 1.5);
+  EXPECT_EQ(d[4]["outcome"], "unaffected");
+  EXPECT_FALSE(d[4].contains("stopped_s"));
+  EXPECT_DOUBLE_EQ(j["duration_s"].get<double>(), 6.0);
   EXPECT_EQ(j["derived"]["verdict"], "PASS");  // no assertions, every run faithful
   const std::string table = ms::summary_table(r);
   EXPECT_NE(table.find("slower (MetaRoCE): degraded: kept 75% of its goodput during the faults"), std::string::npos)

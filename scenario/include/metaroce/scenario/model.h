@@ -234,6 +234,7 @@ struct Report {
   std::string scenario_yaml;        // to replay the run
   uint32_t planes = 0;
   double plane_rate_bps = 0;        // per plane
+  double duration_s = 0;            // each run's traffic, scenario seconds; intervals after it are the drain
   std::vector<RunResult> runs;
   std::vector<AssertionResult> assertions;
   bool passed() const {
