@@ -162,10 +162,10 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   std::vector<v1::ConnectionInfo> conns;
   auto teardown = [&](std::shared_ptr<TrafficDriver> driver) {
     // Connections go first (no request may still read or write driver memory),
-    // then the driver's memory, both on the worker.
+    // then the driver's registrations, both on the worker; its memory is freed
+    // wherever the last reference goes, off the worker.
     std::vector<uint32_t> ids;
     for (const auto& c : conns) ids.push_back(c.id());
-    // The memory is freed wherever the last reference goes, off the worker.
     endpoint_->channel().call([this, ids, driver](transport::Nanos) {
       if (driver) endpoint_->remove_driver(driver.get());
       for (uint32_t id : ids) endpoint_->endpoint().destroy_connection(id);
