@@ -56,6 +56,13 @@ grpc::Status invalid(const std::string& field, const std::string& what) {
   return {grpc::StatusCode::INVALID_ARGUMENT, field + ": " + what};
 }
 
+grpc::Status check_src_ports(const std::string& field, const google::protobuf::RepeatedField<uint32_t>& ports) {
+  for (int i = 0; i < ports.size(); ++i)
+    if (ports.Get(i) < 1024 || ports.Get(i) > 65535)
+      return invalid(field + "[" + std::to_string(i) + "]", range_text(1024, 65535, ports.Get(i)));
+  return grpc::Status::OK;
+}
+
 // ------------------------------------------------------------------ peers
 
 PeerDialer::PeerDialer(const ControlConfig& control)
@@ -368,9 +375,7 @@ grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::Conn
     if (static_cast<uint32_t>(in.path_src_ports_size()) != out->paths())
       return invalid("params.path_src_ports", "one port per path: " + std::to_string(out->paths()) + " (got " +
                                                   std::to_string(in.path_src_ports_size()) + ")");
-    for (int i = 0; i < in.path_src_ports_size(); ++i)
-      if (in.path_src_ports(i) < 1024 || in.path_src_ports(i) > 65535)
-        return invalid("params.path_src_ports[" + std::to_string(i) + "]", range_text(1024, 65535, in.path_src_ports(i)));
+    if (auto s = check_src_ports("params.path_src_ports", in.path_src_ports()); !s.ok()) return s;
   }
   const SlotLayout layout = make_layout(out->streams(), out->queue_depth(), out->max_message_bytes());
   if (layout.bytes() + 8ull * out->streams() > e.max_region_bytes)

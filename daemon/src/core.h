@@ -195,6 +195,9 @@ class DaemonCore {
 };
 
 grpc::Status invalid(const std::string& field, const std::string& what);
+// Every entry of a path_src_ports list is a UDP source port in [1024, 65535]
+// (ConnectionParams and JobSpec alike); the error names field[i].
+grpc::Status check_src_ports(const std::string& field, const google::protobuf::RepeatedField<uint32_t>& ports);
 v1::PathState to_proto(transport::PathState s);
 
 }  // namespace metaroce::daemon

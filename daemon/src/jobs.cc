@@ -118,10 +118,7 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
       return invalid("spec.path_src_ports", "one port per path of every connection: peers x connections x paths = " +
                                                 std::to_string(want) + " (got " +
                                                 std::to_string(spec.path_src_ports_size()) + ")");
-    for (int i = 0; i < spec.path_src_ports_size(); ++i)
-      if (spec.path_src_ports(i) < 1024 || spec.path_src_ports(i) > 65535)
-        return invalid("spec.path_src_ports[" + std::to_string(i) + "]",
-                       "must be in [1024, 65535] (got " + std::to_string(spec.path_src_ports(i)) + ")");
+    if (auto s = check_src_ports("spec.path_src_ports", spec.path_src_ports()); !s.ok()) return s;
   }
   *spec.mutable_params() = params;
 

@@ -597,7 +597,7 @@ TEST(PathSourcePorts, EveryPathOnItsLinkDeterministicAndDistinct) {
         flow.src_port = ports[k];
         flow.dst_port = ends.dst_port;
         EXPECT_EQ(emulator::ecmp_link_of(flow, ends.hash_seed, K), want) << transport << " entry " << k;
-        EXPECT_GE(ports[k], 49152);
+        EXPECT_GE(ports[k], 49152);  // searched in the dynamic range [49152, 65535], never a well-known port
       }
     }
   }
