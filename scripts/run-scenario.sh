@@ -92,6 +92,9 @@ else
   echo "run-scenario: layout shared: host 0's daemon also runs the fabric node on its worker thread ($hosts worker threads on $cores cores)"
   overrides=(--fabric "unix://$work/h0.sock")
 fi
+# Each endpoint sends at its host links' rate (port_rate_bps), as a NIC does
+# and as the simulator's hosts do: its queue builds in the sender, not in
+# the fabric's uplink (which would otherwise hold up to the queue limit).
 for ((h = 0; h < hosts; h++)); do
   role=endpoint lab_key="host: $h" extra=""
   if [ "$layout" = shared ] && [ "$h" -eq 0 ]; then role=both lab_key="host: 0, fabric: true" extra="$fabric_section"; fi
@@ -100,7 +103,7 @@ name: ${names[$h]:-h$h}
 role: $role
 lab: {file: lab.yaml, $lab_key}
 control: {unix_socket: h$h.sock}
-endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: 2048, mtu_payload: 1024, min_rto_ns: 2ms}
+endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: 2048, mtu_payload: 1024, min_rto_ns: 2ms, port_rate_bps: $rate}
 $extra
 YAML
   ip netns exec "$lab-h$h" "$daemon" --config "$work/h$h.yaml" > "$work/h$h.log" 2>&1 &

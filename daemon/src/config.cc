@@ -284,7 +284,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "endpoint",
                    {"datapath", "interfaces", "netns", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
-                    "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "busy_poll",
+                    "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll",
                     "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
@@ -303,6 +303,11 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", transport::kMinTimerFloorNs, transport::kMaxMinRtoNs);
       if (n["inbound_capacity_bps"])
         e.inbound_capacity_bps = r.real(n["inbound_capacity_bps"], "endpoint.inbound_capacity_bps", 0, 1.6e12);
+      if (n["port_rate_bps"]) {
+        e.port_rate_bps = r.real(n["port_rate_bps"], "endpoint.port_rate_bps", 0, emulator::kMaxLinkRateBps);
+        if (e.port_rate_bps > 0 && e.port_rate_bps < 1e3)
+          r.fail(n["port_rate_bps"], "endpoint.port_rate_bps", "must be 0 (not paced) or in [1000, 1.6e12] bits/s");
+      }
       if (n["busy_poll"]) e.busy_poll = r.boolean(n["busy_poll"], "endpoint.busy_poll");
       if (n["max_connections"])
         e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
@@ -462,6 +467,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"min_rto_ns", e.min_rto_ns},
                      {"min_pto_ns", e.min_pto_ns},
                      {"inbound_capacity_bps", e.inbound_capacity_bps},
+                     {"port_rate_bps", e.port_rate_bps},
                      {"busy_poll", e.busy_poll},
                      {"max_connections", e.max_connections},
                      {"max_region_bytes", e.max_region_bytes},

@@ -98,7 +98,8 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   }
   datapath::IdlePolicy idle;
   idle.busy_poll = config.busy_poll;
-  rt->worker_ = std::make_unique<datapath::EndpointWorker>(*rt->endpoint_, ports, std::nullopt, idle);
+  rt->worker_ = std::make_unique<datapath::EndpointWorker>(*rt->endpoint_, ports, std::nullopt, idle,
+                                                           config.port_rate_bps);
   rt->channel_.set_running(true);
   rt->shared_fabric_ = shared_fabric;
   EndpointRuntime* self = rt.get();

@@ -96,8 +96,18 @@ Nanos monotonic_ns() {
 // ---------------------------------------------------------------- endpoint
 
 EndpointWorker::EndpointWorker(transport::Endpoint& ep, std::vector<Port*> ports, std::optional<InlineEmulation> emu,
-                               IdlePolicy idle)
+                               IdlePolicy idle, double port_rate_bps)
     : ep_(ep), ports_(std::move(ports)), idle_(idle) {
+  if (port_rate_bps > 0) {
+    // Only the serialiser matters: no delay, no impairment, a queue that never
+    // drops (it holds at most kNicQueueBytes plus one burst).
+    emulator::LinkConfig nic;
+    nic.rate_bps = port_rate_bps;
+    nic.prop_delay_ns = 0;
+    nic.queue_limit_bytes = emulator::kMaxQueueLimitBytes;
+    nic.queue_limit_packets = emulator::kMaxQueueLimitPackets;
+    for (size_t p = 0; p < ports_.size(); ++p) port_model_.emplace_back(nic, 0);
+  }
   if (emu) {
     for (size_t p = 0; p < ports_.size(); ++p) {
       const emulator::LinkConfig e = p < emu->egress.size() ? emu->egress[p] : emulator::LinkConfig{};
@@ -179,7 +189,8 @@ bool EndpointWorker::step(Nanos now) {
   // Transmit: the engine fills frames for planes whose port has room.
   uint64_t ready = 0;
   for (size_t p = 0; p < ports_.size() && p < 64; ++p)
-    if (ports_[p]->tx_ready()) ready |= 1ull << p;
+    if (ports_[p]->tx_ready() && (port_model_.empty() || port_model_[p].backlog_bytes(now) < emulator::kNicQueueBytes))
+      ready |= 1ull << p;
   if (ready) {
     for (size_t i = 0; i < kBurst; ++i)
       tx_frames_[i] = {tx_buffers_[i].data(), static_cast<uint32_t>(tx_buffers_[i].size()), 0, 0};
@@ -188,6 +199,7 @@ bool EndpointWorker::step(Nanos now) {
       work = true;
       const transport::TxFrame& f = tx_frames_[i];
       if (f.plane >= ports_.size()) continue;
+      if (!port_model_.empty()) port_model_[f.plane].submit({f.data, f.len}, now);
       if (!delay_) {
         stage(f.plane, {f.data, f.len});
         continue;
@@ -199,6 +211,11 @@ bool EndpointWorker::step(Nanos now) {
     }
   }
   flush_staged();
+  // A paced plane that is full wakes the worker when its port model drains.
+  port_ready_at_ = transport::kNever;
+  for (size_t p = 0; p < port_model_.size(); ++p)
+    if (port_model_[p].backlog_bytes(now) >= emulator::kNicQueueBytes)
+      port_ready_at_ = std::min(port_ready_at_, port_model_[p].drained_to(emulator::kNicQueueBytes - 1, now));
   return work;
 }
 
@@ -217,7 +234,7 @@ bool EndpointWorker::poll(Nanos now) {
 }
 
 Nanos EndpointWorker::next_wake() const {
-  Nanos next = ep_.next_deadline();
+  Nanos next = std::min(ep_.next_deadline(), port_ready_at_);
   if (delay_) next = std::min(next, delay_->next_due());
   return next;
 }

@@ -64,6 +64,17 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
             std::string::npos);
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  min_rto_ns: 5s\n").find("endpoint.min_rto_ns: must be a duration"),
             std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  port_rate_bps: 500\n")
+                .find("endpoint.port_rate_bps: must be 0 (not paced) or in [1000, 1.6e12] bits/s"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  port_rate_bps: -1\n").find("endpoint.port_rate_bps: must be"),
+            std::string::npos);
+  {
+    std::string err;
+    auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  port_rate_bps: 200000000.0\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << err;
+    EXPECT_EQ(c->endpoint->port_rate_bps, 200e6);
+  }
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  adress: 1.2.3.4\n").find("endpoint.adress: unknown key"), std::string::npos);
   EXPECT_NE(parse_error("role: endpoint\nendpoint:\n  address: 300.1.1.1\n").find("endpoint.address: must be an IPv4"),
             std::string::npos);

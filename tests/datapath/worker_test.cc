@@ -84,5 +84,91 @@ TEST(EndpointWorker, AFullUnkickedTxRingIsKickedAgainAndThePlaneKeepsSending) {
                              << port.kicks() << " kicks)";
 }
 
+// A port that takes every frame at once and records when (virtual time) and
+// how many bytes: what the worker offered, with nothing holding it back.
+class RecordingPort final : public Port {
+ public:
+  const char* kind() const override { return "recording"; }
+  const std::string& name() const override { return name_; }
+  size_t rx_burst(std::span<RxFrame>) override { return 0; }
+  size_t tx_burst(std::span<const std::span<const uint8_t>> frames) override {
+    for (const auto& f : frames) bytes_ += f.size() + 24;  // as emulator::LinkConfig::overhead_bytes counts a frame
+    frames_ += frames.size();
+    return frames.size();
+  }
+  bool tx_ready() const override { return true; }
+  PortStats stats() const override { return {}; }
+  uint64_t frames() const { return frames_; }
+  uint64_t wire_bytes() const { return bytes_; }
+
+ private:
+  std::string name_ = "plane0";
+  uint64_t frames_ = 0, bytes_ = 0;
+};
+
+// With a port rate the worker sends as a NIC at that rate would: never more
+// than the rate plus one NIC queue (and one burst) ahead, and it wakes when
+// its model of the port has drained rather than waiting for a timer. Without
+// it the engine fills its whole window at once (what filled the fabric's
+// uplink queue live, not in the simulator).
+TEST(EndpointWorker, APortRatePacesTheEngineAsANicAtThatRate) {
+  auto run = [](double rate_bps, uint64_t* first_step_frames) {
+    transport::EndpointConfig ec;
+    ec.ip = 0x0A000001;
+    ec.mac = {0x02, 0, 0, 0, 0, 1};
+    transport::Endpoint ep(ec);
+    transport::ConnectionConfig cc;
+    cc.transport = transport::TransportKind::kRoCEv2;
+    cc.local_id = 1;
+    cc.remote_id = 2;
+    cc.peer_ip = 0x0A000002;
+    cc.peer_mac = {0x02, 0, 0, 0, 0, 2};
+    cc.paths = {{0, 49152}};
+    cc.mtu_payload = 1024;
+    cc.tuning.min_rto_ns = 50'000'000;  // no timeout inside the run: every frame is new data
+    std::string err;
+    EXPECT_TRUE(ep.create_connection(cc, &err)) << err;
+    std::vector<uint8_t> src(1 << 20, 0x5a);
+    const uint32_t lkey = *ep.register_memory(src.data(), src.size(), transport::kAccessLocalWrite);
+    transport::WorkRequest wr;
+    wr.verb = transport::Verb::kWrite;
+    wr.local_addr = reinterpret_cast<uint64_t>(src.data());
+    wr.lkey = lkey;
+    wr.length = static_cast<uint32_t>(src.size());
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x42;
+    EXPECT_EQ(ep.post(1, 0, wr), transport::PostError::kOk);
+    RecordingPort port;
+    EndpointWorker worker(ep, {&port}, std::nullopt, {}, rate_bps);
+    const Nanos t0 = 1'000'000;
+    worker.step(t0);
+    worker.step(t0);  // a second burst at the same instant
+    *first_step_frames = port.frames();
+    if (rate_bps > 0) {
+      // Full: the worker's next wake is when its port model has drained
+      // below the NIC queue, and nothing more goes before then.
+      const Nanos wake = worker.next_wake();
+      EXPECT_GT(wake, t0);
+      EXPECT_LT(wake, t0 + 5'000'000);
+      worker.step(wake - 1);
+      EXPECT_EQ(port.frames(), *first_step_frames) << "sent before the port model drained";
+      worker.step(wake);
+      EXPECT_GT(port.frames(), *first_step_frames) << "woken when the port model drained, and sent nothing";
+    }
+    // Then 1 us steps for 4 ms of virtual time.
+    for (Nanos t = t0 + 1'000; t <= t0 + 4'000'000; t += 1'000) worker.step(t);
+    return port.wire_bytes();
+  };
+  uint64_t first_unpaced = 0, first_paced = 0;
+  run(0, &first_unpaced);
+  EXPECT_EQ(first_unpaced, 64u) << "unpaced, two bursts fill RoCEv2's 64-packet window at once";
+  const double rate = 100e6;
+  const uint64_t bytes = run(rate, &first_paced);
+  EXPECT_LE(first_paced, 32u) << "paced, one burst at most until the port model drains";
+  const double budget = rate / 8 * 0.004 + emulator::kNicQueueBytes + 32 * 1100.0;
+  EXPECT_LE(bytes, budget) << "more than the port rate allows in 4 ms";
+  EXPECT_GE(bytes, rate / 8 * 0.004 * 0.95) << "the pacer held back more than the port rate";
+}
+
 }  // namespace
 }  // namespace metaroce::datapath

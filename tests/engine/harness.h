@@ -183,7 +183,8 @@ struct ConnPair {
 
 class Harness {
  public:
-  explicit Harness(std::vector<PlaneConfig> planes, uint64_t seed = 1, uint32_t nic_queue_bytes = 16384)
+  explicit Harness(std::vector<PlaneConfig> planes, uint64_t seed = 1,
+                   uint32_t nic_queue_bytes = me::kNicQueueBytes)
       : planes_(std::move(planes)),
         fabric_(planes_, seed, nic_queue_bytes),
         sim_(fabric_),

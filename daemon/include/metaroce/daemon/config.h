@@ -60,6 +60,10 @@ struct EndpointSection {
   transport::Nanos min_rto_ns = 2'000'000; // default minimum RTO, [kMinTimerFloorNs, kMaxMinRtoNs] (10 us, 50 ms)
   transport::Nanos min_pto_ns = 500'000;   // tail-loss probe floor, same range
   double inbound_capacity_bps = 0;         // for the receiver's fair-share hint (0 = none)
+  // The line rate the endpoint sends at on each plane, as a NIC does
+  // (datapath::EndpointWorker): the rate of the emulated host link its ports
+  // feed. 0 = as fast as the ports take frames; else [1e3, 1.6e12].
+  double port_rate_bps = 0;
   bool busy_poll = false;                  // spin instead of blocking when idle
   uint32_t max_connections = 256;          // [1, 4096]
   uint64_t max_region_bytes = 256ull << 20;  // per connection/job region, [64 KiB, 4 GiB]

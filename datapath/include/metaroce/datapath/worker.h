@@ -118,8 +118,14 @@ class EndpointWorker : public PolledLoop {
     uint64_t seed = 1;
     size_t delay_frames = 16384;
   };
+  // port_rate_bps > 0: the engine sends on a plane only while a model of this
+  // host's port at that rate (an emulator::Link) holds less than
+  // emulator::kNicQueueBytes, as the simulator's hosts do. Set it to the rate
+  // of the emulated link the port feeds; otherwise the engine sends at CPU
+  // speed and its queue builds in the fabric's uplink instead of in the
+  // sender, which no real NIC allows. 0: as fast as the port takes frames.
   EndpointWorker(transport::Endpoint& ep, std::vector<Port*> ports, std::optional<InlineEmulation> emu = std::nullopt,
-                 IdlePolicy idle = {});
+                 IdlePolicy idle = {}, double port_rate_bps = 0);
 
   // One iteration at time now; true if anything moved.
   bool step(Nanos now);
@@ -145,6 +151,8 @@ class EndpointWorker : public PolledLoop {
   std::vector<Port*> ports_;
   IdlePolicy idle_;
   std::vector<emulator::Link> egress_, ingress_;
+  std::vector<emulator::Link> port_model_;  // per plane, when paced (port_rate_bps > 0)
+  Nanos port_ready_at_ = transport::kNever;  // earliest time a paced plane that is full drains
   std::unique_ptr<DelayLine> delay_;
   std::vector<std::vector<uint8_t>> tx_buffers_;
   std::vector<transport::TxFrame> tx_frames_;

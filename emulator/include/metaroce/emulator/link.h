@@ -48,6 +48,12 @@ inline constexpr Nanos kMaxLinkDelayNs = 3'600'000'000'000;  // one hour
 inline constexpr uint32_t kMaxQueueLimitBytes = 1u << 30;
 inline constexpr uint32_t kMaxQueueLimitPackets = 1u << 20;
 
+// A host NIC's transmit queue: a sender sees back-pressure on a host port
+// once this many bytes wait there to be serialised. The simulator applies it
+// to each host's uplink; a live endpoint with a port rate applies it to its
+// own model of the port (datapath::EndpointWorker), so a sender's queue
+// builds in the sender in both modes, as behind a real NIC.
+inline constexpr uint32_t kNicQueueBytes = 16 * 1024;
 struct LinkConfig {
   double rate_bps = 100e9;                // serialisation rate, bits per second (> 0)
   Nanos prop_delay_ns = 1000;             // one-way propagation delay (>= 0)

@@ -60,7 +60,8 @@ class TwoHostFabric final : public Fabric {
     emulator::LinkConfig a_to_b;
     emulator::LinkConfig b_to_a;
   };
-  TwoHostFabric(const std::vector<PlaneConfig>& planes, uint64_t seed, uint32_t nic_queue_bytes = 16384);
+  TwoHostFabric(const std::vector<PlaneConfig>& planes, uint64_t seed,
+                uint32_t nic_queue_bytes = emulator::kNicQueueBytes);
 
   Route forward(int from_host, uint8_t plane, std::span<uint8_t> frame, Nanos now) override;
   bool egress_ready(int host, uint8_t plane, Nanos now) override;
@@ -79,7 +80,7 @@ class TwoHostFabric final : public Fabric {
 // downlinks, timelines) as seen by the simulator: one event per hop.
 class EmulatedFabric final : public Fabric {
  public:
-  EmulatedFabric(emulator::Fabric& fabric, uint32_t nic_queue_bytes = 16384) : f_(fabric), nic_(nic_queue_bytes) {}
+  EmulatedFabric(emulator::Fabric& fabric, uint32_t nic_queue_bytes = emulator::kNicQueueBytes) : f_(fabric), nic_(nic_queue_bytes) {}
   void set_timeline(emulator::Timeline t) { runner_.emplace(f_, std::move(t)); }
   void apply_due(Nanos now) {
     if (runner_) runner_->apply_due(now);
