@@ -216,6 +216,10 @@ class RoceConnection final : public Connection {
     ep_.mutable_counters().naks_received[static_cast<size_t>(rocev2_reject_code(syn))]++;
     if (syn == rv::kSyndromeNakPsnSeqError) {
       acked_through(psn, now);
+      // A NAK for a PSN already acknowledged is stale (reordered behind a
+      // later ACK, or answering a held-back frame): the responder has
+      // everything it asks for, so there is nothing to resend.
+      if (psn_diff(psn, psn_una_) < 0) return;
       go_back(psn);
       return;
     }
@@ -265,6 +269,8 @@ class RoceConnection final : public Connection {
   }
 
   void go_back(uint32_t psn) {
+    // Never below the oldest unacknowledged PSN: those WRs are released.
+    if (psn_diff(psn, psn_una_) < 0) psn = psn_una_;
     if (psn_diff(psn, psn_next_) >= 0) return;
     stats_.go_back_n++;
     if (timing_ && psn_diff(timed_psn_, psn) >= 0) timing_ = false;  // Karn: its ACK would be ambiguous
