@@ -32,6 +32,13 @@ topo_key() { python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]
 rate="$(python3 -c 'import json,sys; print(repr(float(json.load(sys.stdin)["topology"]["link_rate_bps"])))' <<<"$topo")"
 qlimit="$(topo_key link_queue_limit_bytes)"
 ecn="$(topo_key link_ecn_threshold_bytes)"
+# The scenario's payload per packet (topology.mtu_payload, as in the
+# simulator): the jobs ask for it, the endpoints' and the fabric node's frames
+# hold it plus 128 bytes of headers, and the lab's IP MTU is that frame less
+# the Ethernet header, so kernel traffic (ping, iperf3) never sends a frame
+# the fabric node would have to drop.
+mtu_payload="$(topo_key mtu_payload)"
+frame_size=$((mtu_payload + 128))
 names=($(python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["hosts"]))' <<<"$topo"))
 
 work="$(mktemp -d /tmp/mrsc-XXXXXX)"
@@ -46,10 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# The datapath carries frames up to 2048 bytes (frame_size below), so the
-# lab's IP MTU is 2034: kernel traffic (ping, iperf3) never sends a frame
-# the fabric node would have to drop.
-printf 'name: %s\nhosts: %s\nplanes: %s\nmtu: 2034\n' "$lab" "$hosts" "$planes" > "$work/lab.yaml"
+printf 'name: %s\nhosts: %s\nplanes: %s\nmtu: %s\n' "$lab" "$hosts" "$planes" $((frame_size - 14)) > "$work/lab.yaml"
 "$build/lab/metaroce_lab" up "$work/lab.yaml" >/dev/null
 echo "run-scenario: lab $lab up ($hosts hosts, $planes planes); daemons in $work"
 
@@ -70,7 +74,7 @@ case "$layout" in
 esac
 fabric_section="fabric:
   datapath: afxdp
-  frame_size: 2048
+  frame_size: $frame_size
   ecmp_links: $ecmp
   port: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
   ecmp: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}"
@@ -103,7 +107,7 @@ name: ${names[$h]:-h$h}
 role: $role
 lab: {file: lab.yaml, $lab_key}
 control: {unix_socket: h$h.sock}
-endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: 2048, mtu_payload: 1024, min_rto_ns: 2ms, port_rate_bps: $rate}
+endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: $frame_size, mtu_payload: $mtu_payload, min_rto_ns: 2ms, port_rate_bps: $rate}
 $extra
 YAML
   ip netns exec "$lab-h$h" "$daemon" --config "$work/h$h.yaml" > "$work/h$h.log" 2>&1 &

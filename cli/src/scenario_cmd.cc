@@ -100,6 +100,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
                          {{"hosts", s.hosts_count},
                           {"planes", s.planes},
                           {"ecmp_links", s.ecmp_links},
+                          {"mtu_payload", s.mtu_payload},
                           {"link_rate_bps", *link.rate_bps},
                           {"link_queue_limit_bytes", *link.queue_limit_bytes},
                           {"link_ecn_threshold_bytes", *link.ecn_threshold_bytes},

@@ -103,6 +103,7 @@ class LiveBackend final : public ms::Backend {
       spec.mutable_params()->set_paths(js.paths);
       spec.mutable_params()->set_streams(j.streams);
       spec.mutable_params()->set_queue_depth(j.queue_depth);
+      spec.mutable_params()->set_mtu_payload_bytes(s_.mtu_payload);
       spec.set_duration_ns(s_.duration_ns);
       spec.set_interval_ns(s_.interval_ns);
       spec.set_seed(js.seed);

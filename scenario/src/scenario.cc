@@ -276,11 +276,15 @@ LinkSettings Parser::link_settings(const YAML::Node& n, const std::string& key) 
 }
 
 void Parser::topology(const YAML::Node& n, Scenario& s) const {
-  const MapView m = map(n, "topology", {"hosts", "planes", "ecmp_links"});
+  const MapView m = map(n, "topology", {"hosts", "planes", "ecmp_links", "mtu_payload"});
   if (const auto* v = m.find("hosts")) s.hosts_count = static_cast<uint32_t>(uint(*v, "topology.hosts", 2, kMaxHosts));
   if (const auto* v = m.find("planes")) s.planes = static_cast<uint32_t>(uint(*v, "topology.planes", 1, kMaxPlanes));
   if (const auto* v = m.find("ecmp_links"))
     s.ecmp_links = static_cast<uint32_t>(uint(*v, "topology.ecmp_links", 1, kMaxEcmp));
+  if (const auto* v = m.find("mtu_payload")) {
+    s.mtu_payload = static_cast<uint32_t>(size(*v, "topology.mtu_payload", 256, 8192));
+    if (s.mtu_payload % 64) fail(*v, "topology.mtu_payload", "must be a multiple of 64 (got " + v->Scalar() + ")");
+  }
 }
 
 void Parser::hosts(const YAML::Node& n, Scenario& s) const {
@@ -643,17 +647,12 @@ Sweep Parser::sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::No
 
 void Parser::sim(const YAML::Node& n, Scenario& s) const {
   if (n.IsMap())
-    for (const char* gone : {"plane_rate", "plane_delay"})
-      if (n[gone])
-        fail(n[gone], std::string("sim.") + gone,
-             std::string("removed: the fabric's ") + (gone[6] == 'r' ? "rate is base.rate" : "delay is base.delay") +
-                 ", the same live and in the simulator");
-  const MapView m = map(n, "sim", {"time_scale", "mtu_payload"});
+    for (const auto& [gone, now] : {std::pair{"plane_rate", "the fabric's rate is base.rate"},
+                                    std::pair{"plane_delay", "the fabric's delay is base.delay"},
+                                    std::pair{"mtu_payload", "the payload per packet is topology.mtu_payload"}})
+      if (n[gone]) fail(n[gone], std::string("sim.") + gone, std::string("removed: ") + now + ", the same live and in the simulator");
+  const MapView m = map(n, "sim", {"time_scale"});
   if (const auto* v = m.find("time_scale")) s.sim.time_scale = number(*v, "sim.time_scale", 0, 1, true);
-  if (const auto* v = m.find("mtu_payload")) {
-    s.sim.mtu_payload = static_cast<uint32_t>(size(*v, "sim.mtu_payload", 256, 8192));
-    if (s.sim.mtu_payload % 64) fail(*v, "sim.mtu_payload", "must be a multiple of 64 (got " + v->Scalar() + ")");
-  }
 }
 
 void Parser::fidelity(const YAML::Node& n, Scenario& s) const {

@@ -215,7 +215,7 @@ class SimBackend final : public Backend {
         ca.max_outstanding_per_stream = j.queue_depth;
         ca.recv_window_messages = std::max<uint32_t>(128, j.queue_depth);
         ca.max_message_bytes = std::max<uint32_t>(spec.message_bytes, 4096);
-        ca.mtu_payload = s_.sim.mtu_payload;
+        ca.mtu_payload = s_.mtu_payload;
         ConnectionConfig cb = ca;
         std::swap(cb.local_id, cb.remote_id);
         cb.peer_ip = ip_of(spec.src);

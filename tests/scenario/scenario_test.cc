@@ -37,7 +37,7 @@ jobs:
 const std::string kFull = R"(name: plane-failure
 description: One plane of four fails and returns
 seed: 7
-topology: {hosts: 3, planes: 4, ecmp_links: 2}
+topology: {hosts: 3, planes: 4, ecmp_links: 2, mtu_payload: 1024}
 hosts:
   h0: unix:///run/metaroce/mrlab-h0.sock
   h1: unix:///run/metaroce/mrlab-h1.sock
@@ -65,7 +65,7 @@ assertions:
   - {metric: compare, job: metaroce, other: rocev2, window: [2s, 4s], min: 1.5}
   - {metric: retained, job: metaroce, min: 0.85}
 sweep: {parameter: loss, values: [0, 0.1%, 1%, 5%, 10%]}
-sim: {time_scale: 0.001, mtu_payload: 2048}
+sim: {time_scale: 0.001}
 )";
 
 TEST(ScenarioParse, EveryKey) {
@@ -174,7 +174,7 @@ TEST(ScenarioParse, EveryKey) {
   EXPECT_DOUBLE_EQ(s.sweep->values[4], 0.1);
   EXPECT_DOUBLE_EQ(s.sim.time_scale, 0.001);
   EXPECT_DOUBLE_EQ(s.link_rate_bps(), 10e9);  // base.rate, live and in the simulator
-  EXPECT_EQ(s.sim.mtu_payload, 2048u);
+  EXPECT_EQ(s.mtu_payload, 1024u);  // topology.mtu_payload, live and in the simulator
 }
 
 TEST(ScenarioParse, Defaults) {
@@ -202,7 +202,7 @@ TEST(ScenarioParse, Defaults) {
   EXPECT_DOUBLE_EQ(s.sim.time_scale, 0.002);
   EXPECT_DOUBLE_EQ(s.link_rate_bps(), kDefaultLinkRateBps);
   EXPECT_EQ(s.fidelity.max_datapath_drops, 0u);
-  EXPECT_EQ(s.sim.mtu_payload, 4096u);
+  EXPECT_EQ(s.mtu_payload, kDefaultMtuPayload);
   // A short duration caps the default interval.
   std::string shorter = kMinimal;
   shorter.replace(shorter.find("6s"), 2, "200ms");
@@ -324,8 +324,13 @@ jobs: [{name: a, from: h0, to: h1}]
   EXPECT_EQ(error_of(kMinimal + "interval: 7s\n"), "f.yaml:7: interval: must be in [10ms, duration] = [10ms, 6s] (got 7s)");
   EXPECT_EQ(error_of(kMinimal + "interval: 5ms\n"), "f.yaml:7: interval: must be in [10ms, 1h] (got 5ms)");
   EXPECT_EQ(error_of(kMinimal + "sim: {time_scale: 0}\n"), "f.yaml:7: sim.time_scale: must be in (0, 1] (got 0)");
-  EXPECT_EQ(error_of(kMinimal + "sim: {mtu_payload: 1000}\n"),
-            "f.yaml:7: sim.mtu_payload: must be a multiple of 64 (got 1000)");
+  EXPECT_EQ(error_of(kMinimal + "topology: {mtu_payload: 1000}\n"),
+            "f.yaml:7: topology.mtu_payload: must be a multiple of 64 (got 1000)");
+  EXPECT_EQ(error_of(kMinimal + "topology: {mtu_payload: 16K}\n").rfind("f.yaml:7: topology.mtu_payload: must be in [256", 0), 0u)
+      << error_of(kMinimal + "topology: {mtu_payload: 16K}\n");
+  EXPECT_EQ(error_of(kMinimal + "sim: {mtu_payload: 2048}\n"),
+            "f.yaml:7: sim.mtu_payload: removed: the payload per packet is topology.mtu_payload, the same live and in "
+            "the simulator");
   EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, connections: 65}\n"),
             "f.yaml:7: jobs[2].connections: must be in [1, 64] (got 65)");
   EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, size: 32M}\n"),
@@ -380,7 +385,7 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: colour: unknown key (allowed: name, description, seed, topology, hosts, fabric, base, duration, "
             "interval, jobs, timeline, assertions, sweep, sim, fidelity)");
   EXPECT_EQ(error_of(kMinimal + "topology: {hosts: 2, switches: 1}\n"),
-            "f.yaml:7: topology.switches: unknown key (allowed: hosts, planes, ecmp_links)");
+            "f.yaml:7: topology.switches: unknown key (allowed: hosts, planes, ecmp_links, mtu_payload)");
   EXPECT_EQ(error_of(kMinimal + "base: {latency: 1us}\n"),
             "f.yaml:7: base.latency: unknown key (allowed: loss, delay, jitter, duplicate, corrupt, reorder, "
             "reorder_delay, rate, ecn_threshold, queue_limit)");
@@ -388,7 +393,7 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: jobs[2].depth: unknown key (allowed: name, from, to, transport, op, size, connections, paths, "
             "streams, queue_depth, with)");
   EXPECT_EQ(error_of(kMinimal + "sim: {speed: 2}\n"),
-            "f.yaml:7: sim.speed: unknown key (allowed: time_scale, mtu_payload)");
+            "f.yaml:7: sim.speed: unknown key (allowed: time_scale)");
   EXPECT_EQ(error_of(kMinimal + "sim: {plane_rate: 25G}\n"),
             "f.yaml:7: sim.plane_rate: removed: the fabric's rate is base.rate, the same live and in the simulator");
   EXPECT_EQ(error_of(kMinimal + "fidelity: {max_busy: 2}\n"),

@@ -122,9 +122,17 @@ struct FidelityLimits {
 // 72-82 % busy and 115-164 us. The shipped scenarios state the same rate.
 constexpr double kDefaultLinkRateBps = 200e6;
 
+// Payload bytes per packet when a scenario's topology does not set one, live
+// and in the simulator alike (both transports, every job). 2048 is an
+// InfiniBand path MTU, so RoCEv2 runs as a NIC would; a live AF_XDP frame of
+// 2048 + 128 bytes fits one 4 KiB umem chunk; and it halves the live packet
+// rate of 1024, which leaves the shared worker headroom. The packet size
+// decides what the fabric's impairments mean (a 300 us hold-back is 3.6
+// frame times at 200 Mb/s, not 1.8 or 7.3), so the two modes must agree.
+constexpr uint32_t kDefaultMtuPayload = 2048;
+
 struct SimSettings {
   double time_scale = 0.002;        // scenario seconds -> simulated seconds (6 s -> 12 ms)
-  uint32_t mtu_payload = 4096;
 };
 
 struct Scenario {
@@ -135,6 +143,7 @@ struct Scenario {
   uint32_t hosts_count = 2;         // the topology's hosts (also the lab to bring up)
   uint32_t planes = 4;
   uint32_t ecmp_links = 2;
+  uint32_t mtu_payload = kDefaultMtuPayload;  // topology.mtu_payload, [256, 8192], a multiple of 64
   std::map<std::string, std::string> hosts;  // name -> daemon address (live); order = host index
   std::vector<std::string> host_order;       // names in host-index order
   std::string fabric;                        // fabric daemon address (live)
