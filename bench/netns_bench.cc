@@ -230,8 +230,8 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
     c.mtu_payload = 1024;
     c.max_message_bytes = 64 * 1024;
     c.max_outstanding_per_stream = 16;
-    c.tuning.min_rto_ns = 2'000'000;
-    c.tuning.min_pto_ns = 500'000;
+    c.tuning.min_rto_ns = transport::kHostClockMinRtoNs;
+    c.tuning.min_pto_ns = transport::kHostClockMinPtoNs;
     transport::ConnectionConfig d = c;
     std::swap(d.local_id, d.remote_id);
     d.peer_ip = ea.ip;

@@ -107,7 +107,7 @@ name: ${names[$h]:-h$h}
 role: $role
 lab: {file: lab.yaml, $lab_key}
 control: {unix_socket: h$h.sock}
-endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: $frame_size, mtu_payload: $mtu_payload, min_rto_ns: 2ms, port_rate_bps: $rate}
+endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: $frame_size, mtu_payload: $mtu_payload, port_rate_bps: $rate}
 $extra
 YAML
   ip netns exec "$lab-h$h" "$daemon" --config "$work/h$h.yaml" > "$work/h$h.log" 2>&1 &

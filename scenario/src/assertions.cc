@@ -72,6 +72,7 @@ std::optional<Goodput> mean_goodput(const RunResult& r, double from, double to) 
 // at the high end, otherwise inconclusive: the window held too few messages to
 // tell (lengthen the window, or slow sim.time_scale in the simulator).
 void judge_ratio(AssertionResult& out, double ratio, double min, double resolution, const std::string& figures) {
+  out.value = ratio;
   const double lo = ratio * (1 - resolution), hi = ratio * (1 + resolution);
   out.passed = lo >= min;
   out.inconclusive = !out.passed && hi >= min;
@@ -131,6 +132,7 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
                      seconds(at);
         break;
       }
+      out.value = *recovered;
       const Nanos rec_ns = static_cast<Nanos>(std::llround(*recovered * 1e9));
       out.passed = rec_ns <= max_ns;
       out.detail = seconds(*recovered) + (out.passed ? " <= " : " > ") + detail::format_duration(max_ns);
@@ -138,6 +140,7 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
     }
     case Assertion::Metric::kDataErrors: {
       const uint64_t errors = run.verified ? run.verify_failures : std::max<uint64_t>(run.verify_failures, 1);
+      out.value = static_cast<double>(errors);
       out.passed = static_cast<double>(errors) <= a.max_value;
       out.detail = std::to_string(errors) + (out.passed ? " <= " : " > ") + threshold(a.max_value);
       if (!run.verified && !run.verification.empty()) out.detail += " (verification: " + run.verification + ")";

@@ -32,7 +32,8 @@
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str,
-//                       "inconclusive": bool } ],  // within its resolution of the threshold
+//                       "inconclusive": bool,      // within its resolution of the threshold
+//                       "value": num } ],          // the measured figure, when there is one (finite)
 //     "derived": {                        // report_derive.cc, shown on the page
 //       "passed": bool,                   // Report::passed()
 //       "faithful": bool,                 // every live run kept up (Report::faithful())
@@ -177,8 +178,10 @@ ojson to_json(const Report& r, const Derived& d) {
   }
   j["runs"] = std::move(runs);
   ojson as = ojson::array();
-  for (const auto& a : r.assertions)
+  for (const auto& a : r.assertions) {
     as.push_back(ojson{{"text", a.text}, {"passed", a.passed}, {"detail", a.detail}, {"inconclusive", a.inconclusive}});
+    if (a.value && std::isfinite(*a.value)) as.back()["value"] = *a.value;
+  }
   j["assertions"] = std::move(as);
   ojson dj;
   dj["passed"] = r.passed();

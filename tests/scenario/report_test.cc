@@ -95,7 +95,7 @@ Report make_sweep_report(const std::string& rocev2_name) {
   }
   r.assertions = {
       {"retained: metaroce >= 0.85 at every loss value", true, "min retained 92.5% at loss 5% (>= 85.0%)"},
-      {"data_errors: all <= 0", true, "0 verification failures"},
+      {"data_errors: all <= 0", true, "0 verification failures", false, 0.0},
       {"retained: " + rocev2_name + " >= 0.5 at every loss value", false, "retained 10.5% at loss 5% (< 50.0%)"},
   };
   return r;
@@ -232,6 +232,8 @@ TEST(ReportJson, RoundTripsKeyFields) {
   ASSERT_EQ(j["assertions"].size(), 3u);
   EXPECT_FALSE(j["assertions"][2]["passed"].get<bool>());
   EXPECT_EQ(j["assertions"][2]["detail"], r.assertions[2].detail);
+  EXPECT_FALSE(j["assertions"][0].contains("value"));
+  EXPECT_EQ(j["assertions"][1]["value"].get<double>(), 0.0);
   // Derived: retained against the same job at the first sweep value.
   EXPECT_FALSE(j["derived"]["passed"].get<bool>());
   EXPECT_EQ(j["derived"]["assertions_failed"], 1);

@@ -396,6 +396,8 @@ TEST(Assertions, GoodputRatio) {
   EXPECT_TRUE(res[0].passed);
   EXPECT_EQ(res[0].text, "goodput_ratio metaroce [2s,3s]/[0.5s,2s] >= 0.7");
   EXPECT_EQ(res[0].detail, "0.750 >= 0.7 (75.000 / 100.000 Gb/s, 2000000 and 3000000 messages)");
+  ASSERT_TRUE(res[0].value.has_value());
+  EXPECT_DOUBLE_EQ(*res[0].value, 0.75);  // the figure itself, for comparing reports
   runs[0] = flat_run("metaroce", 100e9, 50e9, 100e9);
   res = evaluate_assertions(s, runs);
   EXPECT_FALSE(res[0].passed);
@@ -405,6 +407,7 @@ TEST(Assertions, GoodputRatio) {
   ASSERT_EQ(res.size(), 1u);
   EXPECT_FALSE(res[0].passed);
   EXPECT_EQ(res[0].detail, "no run of job metaroce");
+  EXPECT_FALSE(res[0].value.has_value()) << "nothing was measured";
 }
 
 TEST(Assertions, RecoveryTime) {
@@ -415,6 +418,7 @@ TEST(Assertions, RecoveryTime) {
   ASSERT_EQ(res.size(), 1u);
   EXPECT_FALSE(res[0].passed);
   EXPECT_EQ(res[0].detail, "1.5s > 1s");
+  EXPECT_DOUBLE_EQ(res[0].value.value_or(0), 1.5);
   // Never drops: the first interval after the fault.
   res = evaluate_assertions(s, {flat_run("metaroce", 100e9, 95e9, 95e9)});
   EXPECT_TRUE(res[0].passed);

@@ -232,6 +232,9 @@ struct AssertionResult {
   // The measured value lies within its own resolution of the threshold (too few
   // messages in the window to tell which side it is on): neither PASS nor FAIL.
   bool inconclusive = false;
+  // The measured figure the threshold was applied to (a ratio, seconds, a
+  // count), when there was one: what a comparison of two reports reads.
+  std::optional<double> value;
 };
 
 struct Report {

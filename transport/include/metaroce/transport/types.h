@@ -128,6 +128,12 @@ struct TransportTuning {
 // value the daemon accepts is one the engine accepts.
 inline constexpr Nanos kMinTimerFloorNs = 10'000;
 inline constexpr Nanos kMaxMinRtoNs = TransportTuning{}.max_rto_ns;
+// The timer floors of an endpoint on a host's real clock, where a worker can
+// be descheduled for a millisecond: the daemon's defaults (endpoint.min_rto_ns,
+// min_pto_ns). The TransportTuning defaults above are for an ideal, virtual
+// clock (the simulator). The PTO floor never exceeds the RTO floor.
+inline constexpr Nanos kHostClockMinRtoNs = 2'000'000;
+inline constexpr Nanos kHostClockMinPtoNs = 500'000;
 
 
 struct ConnectionConfig {
