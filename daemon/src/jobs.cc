@@ -432,6 +432,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       pr->set_goodput_bps(elapsed_s > 0 ? static_cast<double>(ps.payload_bytes_acked) * 8 / elapsed_s : 0);
       pr->set_retransmits(ps.retransmits);
       pr->set_state_changes(ps.state_changes);
+      pr->set_rtos(ps.rtos);
       pr->set_final_state(to_proto(ps.state));
     }
   }

@@ -17,6 +17,7 @@
 //       "goodput_bps": num, "bytes": uint, "messages": uint,
 //       "retransmits": uint, "spurious_retransmits": uint, "rtos": uint,
 //       "data_packets": uint, "path_state_changes": uint,
+//       "planes": [ { "plane", "rtos", "retransmits", "state_changes": uint } ],  // per plane, all paths
 //       "verified": bool, "verification": str, "verify_failures": uint,
 //       "latency": { "samples": uint, "min_us", "median_us", "avg_us",
 //                    "p99_us", "p999_us", "max_us": num },
@@ -114,6 +115,11 @@ ojson to_json(const Report& r, const Derived& d) {
     o["rtos"] = run.rtos;
     o["data_packets"] = run.data_packets;
     o["path_state_changes"] = run.path_state_changes;
+    ojson planes = ojson::array();
+    for (size_t p = 0; p < run.planes.size(); ++p)
+      planes.push_back(ojson{{"plane", p}, {"rtos", run.planes[p].rtos}, {"retransmits", run.planes[p].retransmits},
+                             {"state_changes", run.planes[p].state_changes}});
+    o["planes"] = std::move(planes);
     o["verified"] = run.verified;
     o["verification"] = run.verification;
     o["verify_failures"] = run.verify_failures;

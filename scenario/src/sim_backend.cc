@@ -343,7 +343,12 @@ class SimBackend final : public Backend {
           // Go-back-N: the responder sees them as duplicates of PSNs it had accepted.
           rr.spurious_retransmits += r.eps[js.spec.dst]->stats(c + kRemoteIdOffset).duplicates_received;
         }
-        for (const transport::PathStats& p : sa.paths) rr.path_state_changes += p.state_changes;
+        for (const transport::PathStats& p : sa.paths) {
+          rr.path_state_changes += p.state_changes;
+          if (p.plane >= rr.planes.size()) rr.planes.resize(p.plane + 1);
+          PlaneFigures& f = rr.planes[p.plane];
+          f.rtos += p.rtos, f.retransmits += p.retransmits, f.state_changes += p.state_changes;
+        }
       }
       rr.verify_failures = js.work->verify_failures();
       const uint64_t errors = js.work->error_completions();

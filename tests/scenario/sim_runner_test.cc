@@ -114,6 +114,15 @@ TEST(SimRunner, PlaneFailureMetaRoCEKeepsGoingRoCEv2Suffers) {
   }
   EXPECT_EQ(m.transport, "metaroce");
   EXPECT_GT(m.path_state_changes, 0u);  // the paths on plane 1 went down and came back
+  // ... and only those: per plane, the healthy ones changed no path's state.
+  ASSERT_EQ(m.planes.size(), 4u);
+  uint64_t changes = 0;
+  for (size_t p = 0; p < m.planes.size(); ++p) {
+    changes += m.planes[p].state_changes;
+    if (p != 1) EXPECT_EQ(m.planes[p].state_changes, 0u) << "plane " << p << " is healthy";
+  }
+  EXPECT_EQ(changes, m.path_state_changes);
+  EXPECT_GT(m.planes[1].rtos, 0u) << "plane 1's paths found it down by timeouts";
   // Simulated rate: about 4 x 25 Gb/s before the fault.
   const double base_m = mean(m, 0.5, 2), during_m = mean(m, 2.5, 4), after_m = mean(m, 4.5, 6);
   const double base_r = mean(v2, 0.5, 2), during_r = mean(v2, 2.5, 4);

@@ -205,6 +205,12 @@ struct Fidelity {
   bool faithful() const { return !measured || problems.empty(); }
 };
 
+// One plane's share of a run's recovery work (its paths, all connections):
+// where the RTOs and path-state changes happened, e.g. none on a healthy plane.
+struct PlaneFigures {
+  uint64_t rtos = 0, retransmits = 0, state_changes = 0;
+};
+
 struct RunResult {
   std::string job;                  // job name
   std::string transport, op;
@@ -215,6 +221,7 @@ struct RunResult {
   double goodput_bps = 0;           // whole run
   uint64_t bytes = 0, messages = 0;
   uint64_t retransmits = 0, spurious_retransmits = 0, rtos = 0, data_packets = 0, path_state_changes = 0;
+  std::vector<PlaneFigures> planes;  // by plane index
   bool verified = false;
   std::string verification;         // "passed" or the first failure
   uint64_t verify_failures = 0;
