@@ -87,29 +87,10 @@ class LiveBackend final : public ms::Backend {
   }
 
   void start_jobs(const ms::RunPlan& plan) override {
-    static const std::map<std::string, v1::Operation> ops = {
-        {"write", v1::OPERATION_WRITE}, {"write_imm", v1::OPERATION_WRITE_IMM}, {"read", v1::OPERATION_READ},
-        {"send", v1::OPERATION_SEND},   {"fetch_add", v1::OPERATION_FETCH_ADD}, {"cmp_swap", v1::OPERATION_CMP_SWAP}};
     started_.clear();
     for (const ms::JobSpec& js : plan.jobs) {
-      const ms::Job& j = *js.job;
-      v1::StartJobRequest req;
-      v1::JobSpec& spec = *req.mutable_spec();
-      spec.set_operation(ops.at(j.op));
-      spec.add_peers(s_.hosts.at(j.to));
-      spec.add_message_bytes(js.message_bytes);
-      spec.set_connections(js.connections);
-      spec.mutable_params()->set_transport(js.rocev2() ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
-      spec.mutable_params()->set_paths(js.paths);
-      spec.mutable_params()->set_streams(j.streams);
-      spec.mutable_params()->set_queue_depth(j.queue_depth);
-      spec.mutable_params()->set_mtu_payload_bytes(s_.mtu_payload);
-      spec.set_duration_ns(s_.duration_ns);
-      spec.set_interval_ns(s_.interval_ns);
-      spec.set_seed(js.seed);
-      for (uint16_t port : path_source_ports(js, plan.planes, j))
-        spec.add_path_src_ports(port);
-      Client* c = hosts_.at(j.from).get();
+      const v1::StartJobRequest req = live_job(s_, js, path_source_ports(js, plan.planes, *js.job));
+      Client* c = hosts_.at(js.job->from).get();
       const auto info = c->call<v1::JobInfo>("Traffic.Start", [&](auto* ctx, auto* r) { return c->traffic().Start(ctx, req, r); });
       started_.push_back({&js, c, info.id()});
     }

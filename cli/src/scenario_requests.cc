@@ -1,5 +1,8 @@
 #include "scenario_requests.h"
 
+#include <map>
+#include <string>
+
 namespace v1 = metaroce::v1;
 namespace ms = metaroce::scenario;
 
@@ -62,6 +65,30 @@ v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
     else if (only_up_down) ev->set_down(true);
     else *ev->mutable_set() = live_patch(c);
   }
+  return req;
+}
+
+v1::StartJobRequest live_job(const ms::Scenario& s, const ms::JobSpec& js, const std::vector<uint16_t>& src_ports) {
+  static const std::map<std::string, v1::Operation> ops = {
+      {"write", v1::OPERATION_WRITE}, {"write_imm", v1::OPERATION_WRITE_IMM}, {"read", v1::OPERATION_READ},
+      {"send", v1::OPERATION_SEND},   {"fetch_add", v1::OPERATION_FETCH_ADD}, {"cmp_swap", v1::OPERATION_CMP_SWAP}};
+  const ms::Job& j = *js.job;
+  v1::StartJobRequest req;
+  v1::JobSpec& spec = *req.mutable_spec();
+  spec.set_operation(ops.at(j.op));
+  spec.add_peers(s.hosts.at(j.to));
+  spec.add_message_bytes(js.message_bytes);
+  spec.set_connections(js.connections);
+  v1::ConnectionParams& params = *spec.mutable_params();
+  params.set_transport(js.rocev2() ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
+  params.set_paths(js.paths);
+  params.set_streams(j.streams);
+  params.set_queue_depth(j.queue_depth);
+  params.set_mtu_payload_bytes(s.mtu_payload);
+  spec.set_duration_ns(s.duration_ns);
+  spec.set_interval_ns(s.interval_ns);
+  spec.set_seed(js.seed);
+  for (uint16_t port : src_ports) spec.add_path_src_ports(port);
   return req;
 }
 

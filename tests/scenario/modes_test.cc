@@ -22,6 +22,8 @@
 namespace metaroce::scenario {
 namespace {
 
+namespace v1 = metaroce::v1;
+
 // Every field of a change in the emulator's terms, so two can be compared and a difference read.
 std::string describe(const emulator::LinkSelector& s, const emulator::LinkPatch& p) {
   std::ostringstream o;
@@ -182,6 +184,43 @@ TEST(ScenarioModes, RunsShareSeedsSizesPathsAndSampleInstants) {
     EXPECT_EQ(p.setup[0].set.ecn_threshold_bytes, std::optional<uint32_t>(kDefaultEcnThresholdBytes));
     EXPECT_EQ(p.setup[0].set.queue_limit_bytes, std::optional<uint32_t>(1u << 20));  // the file's
     EXPECT_EQ(p.setup[0].set.rate_bps, std::optional<double>(250e6));
+  }
+}
+
+// The job a live run starts carries what the simulator's connections are
+// built from: the topology's payload per packet (both modes), the job's
+// transport, paths, streams, depth, size and seed, and the source ports.
+TEST(ScenarioModes, LiveJobsCarryTheScenariosTransportParameters) {
+  std::string err;
+  std::string yaml = kEveryChange;
+  yaml.replace(yaml.find("ecmp_links: 2}"), 14, "ecmp_links: 2, mtu_payload: 1024}");
+  yaml.replace(yaml.find("  - {name: m, from: a, to: b}"), 29,
+               "  - {name: m, from: a, to: b, size: 16K, streams: 2, queue_depth: 8}\n"
+               "  - {name: r, from: c, to: b, transport: rocev2, connections: 3}");
+  const auto s = parse_scenario_yaml(yaml, "jobs.yaml", &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  const auto plans = plan_scenario(*s);
+  ASSERT_FALSE(plans.empty());
+  for (const JobSpec& js : plans[0].jobs) {
+    SCOPED_TRACE(js.job->name);
+    std::vector<uint16_t> ports(js.connections * js.paths);
+    for (size_t i = 0; i < ports.size(); ++i) ports[i] = static_cast<uint16_t>(50000 + i);
+    const v1::StartJobRequest req = metarocectl::live_job(*s, js, ports);
+    const v1::JobSpec& spec = req.spec();
+    EXPECT_EQ(spec.params().mtu_payload_bytes(), 1024u) << "topology.mtu_payload, as the simulator uses";
+    EXPECT_EQ(spec.params().transport(), js.rocev2() ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
+    EXPECT_EQ(spec.params().paths(), js.paths);
+    EXPECT_EQ(spec.params().streams(), js.job->streams);
+    EXPECT_EQ(spec.params().queue_depth(), js.job->queue_depth);
+    EXPECT_EQ(spec.connections(), js.connections);
+    ASSERT_EQ(spec.message_bytes_size(), 1);
+    EXPECT_EQ(spec.message_bytes(0), js.message_bytes);
+    EXPECT_EQ(spec.seed(), js.seed);
+    EXPECT_EQ(spec.duration_ns(), s->duration_ns);
+    ASSERT_EQ(spec.peers_size(), 1);
+    EXPECT_EQ(spec.peers(0), "unix:///b");
+    ASSERT_EQ(static_cast<size_t>(spec.path_src_ports_size()), ports.size());
+    for (size_t i = 0; i < ports.size(); ++i) EXPECT_EQ(spec.path_src_ports(static_cast<int>(i)), ports[i]);
   }
 }
 
