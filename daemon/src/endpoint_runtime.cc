@@ -107,8 +107,13 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   rt->thread_ = std::thread([self] {
     // Named for top -H and for the tests that count the daemon's busy threads.
     pthread_setname_np(pthread_self(), self->shared_fabric_ ? "mr-endpt+fabric" : "mr-endpoint");
-    std::vector<datapath::PolledLoop*> loops{self->worker_.get()};
+    // The fabric node first: each iteration forwards what is due (ACKs
+    // among it) before the endpoint reads its rx rings and services its
+    // timers, so a worker that was descheduled does not declare a timeout
+    // for an ACK waiting in its own fabric node.
+    std::vector<datapath::PolledLoop*> loops;
     if (self->shared_fabric_) loops.push_back(&self->shared_fabric_->loop());
+    loops.push_back(self->worker_.get());
     datapath::run_loops(loops, self->stop_, self->worker_->idle());
   });
   return rt;
