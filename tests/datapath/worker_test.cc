@@ -50,31 +50,46 @@ class KickedRingPort final : public Port {
   size_t sent_ = 0, kicks_ = 0;
 };
 
-TEST(EndpointWorker, AFullUnkickedTxRingIsKickedAgainAndThePlaneKeepsSending) {
-  transport::EndpointConfig ec;
-  ec.ip = 0x0A000001;
-  ec.mac = {0x02, 0, 0, 0, 0, 1};
-  transport::Endpoint ep(ec);
-  transport::ConnectionConfig cc;
-  cc.local_id = 1;
-  cc.remote_id = 2;
-  cc.peer_ip = 0x0A000002;
-  cc.peer_mac = {0x02, 0, 0, 0, 0, 2};
-  cc.paths = {{0, 49152}};
-  cc.mtu_payload = 1024;
-  std::string err;
-  ASSERT_TRUE(ep.create_connection(cc, &err)) << err;
-  std::vector<uint8_t> src(1 << 20, 0x5a);
-  const uint32_t lkey = *ep.register_memory(src.data(), src.size(), transport::kAccessLocalWrite);
-  transport::WorkRequest wr;
-  wr.verb = transport::Verb::kWrite;
-  wr.local_addr = reinterpret_cast<uint64_t>(src.data());
-  wr.lkey = lkey;
-  wr.length = static_cast<uint32_t>(src.size());
-  wr.remote_addr = 0x1000;
-  wr.rkey = 0x42;
-  ASSERT_EQ(ep.post(1, 0, wr), transport::PostError::kOk);
+// An endpoint with one connection (plane 0, 1 KiB packets) and one 1 MiB
+// WRITE posted on it: enough data to keep any port busy for a test.
+struct OneWrite {
+  explicit OneWrite(transport::TransportKind kind = transport::TransportKind::kMetaRoCE,
+                    transport::Nanos min_rto_ns = transport::TransportTuning{}.min_rto_ns)
+      : ep(endpoint_config()), src(1 << 20, 0x5a) {
+    transport::ConnectionConfig cc;
+    cc.transport = kind;
+    cc.local_id = 1;
+    cc.remote_id = 2;
+    cc.peer_ip = 0x0A000002;
+    cc.peer_mac = {0x02, 0, 0, 0, 0, 2};
+    cc.paths = {{0, 49152}};
+    cc.mtu_payload = 1024;
+    cc.tuning.min_rto_ns = min_rto_ns;
+    std::string err;
+    EXPECT_TRUE(ep.create_connection(cc, &err)) << err;
+    const uint32_t lkey = *ep.register_memory(src.data(), src.size(), transport::kAccessLocalWrite);
+    transport::WorkRequest wr;
+    wr.verb = transport::Verb::kWrite;
+    wr.local_addr = reinterpret_cast<uint64_t>(src.data());
+    wr.lkey = lkey;
+    wr.length = static_cast<uint32_t>(src.size());
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x42;
+    EXPECT_EQ(ep.post(1, 0, wr), transport::PostError::kOk);
+  }
+  static transport::EndpointConfig endpoint_config() {
+    transport::EndpointConfig ec;
+    ec.ip = 0x0A000001;
+    ec.mac = {0x02, 0, 0, 0, 0, 1};
+    return ec;
+  }
+  transport::Endpoint ep;
+  std::vector<uint8_t> src;
+};
 
+TEST(EndpointWorker, AFullUnkickedTxRingIsKickedAgainAndThePlaneKeepsSending) {
+  OneWrite w;
+  transport::Endpoint& ep = w.ep;
   KickedRingPort port(/*ring=*/8, /*busy_kicks=*/1);
   EndpointWorker worker(ep, {&port});
   // Virtual time, 1 us a step: well inside the first RTO, so every frame the
@@ -113,31 +128,9 @@ class RecordingPort final : public Port {
 // uplink queue live, not in the simulator).
 TEST(EndpointWorker, APortRatePacesTheEngineAsANicAtThatRate) {
   auto run = [](double rate_bps, uint64_t* first_step_frames) {
-    transport::EndpointConfig ec;
-    ec.ip = 0x0A000001;
-    ec.mac = {0x02, 0, 0, 0, 0, 1};
-    transport::Endpoint ep(ec);
-    transport::ConnectionConfig cc;
-    cc.transport = transport::TransportKind::kRoCEv2;
-    cc.local_id = 1;
-    cc.remote_id = 2;
-    cc.peer_ip = 0x0A000002;
-    cc.peer_mac = {0x02, 0, 0, 0, 0, 2};
-    cc.paths = {{0, 49152}};
-    cc.mtu_payload = 1024;
-    cc.tuning.min_rto_ns = 50'000'000;  // no timeout inside the run: every frame is new data
-    std::string err;
-    EXPECT_TRUE(ep.create_connection(cc, &err)) << err;
-    std::vector<uint8_t> src(1 << 20, 0x5a);
-    const uint32_t lkey = *ep.register_memory(src.data(), src.size(), transport::kAccessLocalWrite);
-    transport::WorkRequest wr;
-    wr.verb = transport::Verb::kWrite;
-    wr.local_addr = reinterpret_cast<uint64_t>(src.data());
-    wr.lkey = lkey;
-    wr.length = static_cast<uint32_t>(src.size());
-    wr.remote_addr = 0x1000;
-    wr.rkey = 0x42;
-    EXPECT_EQ(ep.post(1, 0, wr), transport::PostError::kOk);
+    // No timeout inside the run: every frame is new data.
+    OneWrite w(transport::TransportKind::kRoCEv2, 50'000'000);
+    transport::Endpoint& ep = w.ep;
     RecordingPort port;
     EndpointWorker worker(ep, {&port}, std::nullopt, {}, rate_bps);
     const Nanos t0 = 1'000'000;
