@@ -71,7 +71,9 @@ class Lab {
   // cores than busy threads; "fab" then names h0's daemon.
   enum class Layout { kSeparate, kFabricWithH0 };
 
-  explicit Lab(Layout layout = Layout::kSeparate) : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
+  // endpoint_extra: more lines of the hosts' endpoint section (two-space indented).
+  explicit Lab(Layout layout = Layout::kSeparate, const std::string& endpoint_extra = "")
+      : name_("e" + std::to_string(getpid() % 1000000)), dir_(fs::temp_directory_path() / ("mrd-" + name_)) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "lab.yaml") << "name: " << name_ << "\nhosts: 2\nplanes: " << kPlanes << "\nmtu: 2034\n";
     std::ofstream(dir_ / "token") << "s3cret-e2e-token-" << getpid() << "\n";
@@ -93,7 +95,7 @@ class Lab {
                          << "\nlab: {file: lab.yaml, host: " << h << (both ? ", fabric: true" : "")
                          << "}\ncontrol:\n  unix_socket: h" << h << ".sock\n  token_file: token\n"
                          << "endpoint:\n  datapath: afxdp\n  xdp_mode: skb\n  frame_size: 2048\n  mtu_payload: 1024\n"
-                         << "  min_rto_ns: 2ms\n"
+                         << "  min_rto_ns: 2ms\n" << endpoint_extra
                          << (both ? fabric_section : "");
     }
     std::ofstream(dir_ / "fab.yaml") << "name: fab\nrole: fabric\nlab: {file: lab.yaml, fabric: true}\n"
