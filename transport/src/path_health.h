@@ -56,6 +56,12 @@ class PathHealth {
   // path leaves active about once in 10^5 estimate windows; a path losing
   // clearly more than the others is still found within a few hundred packets.
   static constexpr double kEvidenceSigmas = 5.0;
+  // The same confidence for few losses, where the normal approximation fails:
+  // at 0.5% loss a path's estimate holds about one expected loss, and four
+  // losses close together (10 "sigmas") happen by chance a few times a run.
+  // So the path's loss count must also be this improbable under a Poisson
+  // law at the other paths' rate (the one-sided tail of 5 sigmas).
+  static constexpr double kEvidenceTail = 2.87e-7;
   // A degraded path comes back when it is within this many sigmas of the others.
   static constexpr double kRecoverSigmas = 1.0;
 
@@ -82,7 +88,8 @@ class PathHealth {
     const double p0 = (all.weighted_losses + p_.loss_gain) / (all.weight + 2 * p_.loss_gain);
     const double sigma = std::sqrt(p0 * (1 - p0) * (ev_.noise() + others.noise()));
     const double excess = loss - others_loss;
-    const bool bad = loss > p_.degraded_loss && loss > p_.degraded_ratio * others_loss && excess > kEvidenceSigmas * sigma;
+    const bool bad = loss > p_.degraded_loss && loss > p_.degraded_ratio * others_loss &&
+                     excess > kEvidenceSigmas * sigma && improbable_at_others_rate(others);
     const bool good = loss < p_.degraded_loss / 2 || excess < kRecoverSigmas * sigma;
     if (bad && state_ == PathState::kActive) set(PathState::kDegraded);
     else if (good && state_ == PathState::kDegraded) set(PathState::kActive);
@@ -121,6 +128,30 @@ class PathHealth {
   }
 
  private:
+  // Whether this path's losses (k of n effective packets) would happen with
+  // probability below kEvidenceTail if it lost at the others' rate (one
+  // pseudo-loss and one pseudo-delivery again keep that rate off 0).
+  bool improbable_at_others_rate(const LossEvidence& others) const {
+    const double n = 1.0 / ev_.noise();  // effective packets in the estimate
+    const double k = ev_.loss() * n;
+    const double rate = (others.weighted_losses + p_.loss_gain) / (others.weight + 2 * p_.loss_gain);
+    return poisson_tail(k, rate * n) < kEvidenceTail;
+  }
+
+  // P(X >= k) for X ~ Poisson(lambda), k real: the regularized lower
+  // incomplete gamma P(k, lambda), by its series (converges fast for k > lambda;
+  // 1 otherwise, which is all the caller needs).
+  static double poisson_tail(double k, double lambda) {
+    if (k <= lambda || lambda <= 0) return k <= 0 ? 1.0 : (lambda <= 0 ? 0.0 : 1.0);
+    double term = std::exp(k * std::log(lambda) - lambda - std::lgamma(k + 1));
+    double sum = term;
+    for (int i = 1; i < 200 && term > sum * 1e-12; ++i) {
+      term *= lambda / (k + i);
+      sum += term;
+    }
+    return sum;
+  }
+
   // Exponential weighting with the weights kept explicitly: dividing by their
   // sum removes the start-up bias of an EWMA that begins at 0, and their
   // squares give the estimate's noise, large while few packets are in it.
