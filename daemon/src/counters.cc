@@ -144,6 +144,8 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
         add("connection_retransmits_total", l, s.retransmits, "Data packets retransmitted");
         add("connection_spurious_retransmits_total", l, s.spurious_retransmits, "Retransmits of packets that had arrived");
         add("connection_rtos_total", l, s.rtos, "Retransmission timeouts");
+        add("connection_late_timeouts_deferred_total", l, s.late_timeouts_deferred,
+            "Retransmission timeouts that fired late because this host did not run, given one more round trip");
         add("connection_messages_completed_total", l, s.messages_completed, "Messages completed");
         add("connection_payload_bytes_completed_total", l, s.payload_bytes_completed, "Payload bytes completed");
         add("connection_duplicates_received_total", l, s.duplicates_received, "Duplicate packets received");

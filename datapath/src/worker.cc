@@ -221,6 +221,7 @@ bool EndpointWorker::step(Nanos now) {
 
 bool EndpointWorker::poll(Nanos now) {
   const Nanos due = ep_.next_deadline();
+  ep_.set_poll_lateness(due <= now ? now - due : 0);
   if (due <= now && due != timer_seen_) {
     stats_.timer_lateness.record(now - due);
     timer_seen_ = due;

@@ -101,6 +101,53 @@ TEST(PathHealth, LossyPlaneIsMarkedDegraded) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// The peer stalls (a descheduled host): every path goes quiet at once for
+// about two round trips, then every ACK arrives. The first timer to expire on
+// each path is a tail-loss probe in the RTO's place, answered once the peer
+// resumes: no path times out, none leaves active, nothing is resent twice.
+// (Before, each path timed out, resent everything in flight, and counted each
+// packet as lost, which marked healthy paths degraded.) Slow links make the
+// RTT long and steady, so the RTO (srtt + 4 x rttvar) comes before the
+// probe's 2 x srtt, as it did live.
+TEST(PathHealth, APeerThatStallsIsProbedNotTimedOut) {
+  Harness h(uniform_planes(kPlanes, make_link(200e6, 5 * kUs)), 4243);
+  const ConnPair conn = h.connect_metaroce(kPlanes, 1);
+  StreamingWriter w(h, conn, 1, 16, 64 * 1024);
+  w.start();
+  h.run_for(30 * kMs);
+  double srtt = 0;
+  for (size_t i = 0; i < kPlanes; ++i) srtt = std::max(srtt, path(h, conn.a, i).srtt_ns);
+  ASSERT_GT(srtt, 200 * kUs) << "the links must queue enough for a long RTT";
+  const auto before = h.ep(kA).stats(conn.a);
+  // Every ACK sent during the stall arrives when it ends.
+  const Nanos stall = static_cast<Nanos>(2 * srtt);
+  for (uint8_t p = 0; p < kPlanes; ++p) {
+    me::LinkConfig c = h.fabric().link(1, p).config();
+    c.prop_delay_ns += stall;
+    h.fabric().link(1, p).reconfigure(c, h.now());
+  }
+  h.run_for(stall);
+  for (uint8_t p = 0; p < kPlanes; ++p) {
+    me::LinkConfig c = h.fabric().link(1, p).config();
+    c.prop_delay_ns -= stall;
+    h.fabric().link(1, p).reconfigure(c, h.now());
+  }
+  h.run_for(10 * kMs);
+  const auto after = h.ep(kA).stats(conn.a);
+  uint64_t probes = 0;
+  for (size_t i = 0; i < kPlanes; ++i) {
+    EXPECT_EQ(after.paths[i].state_changes, before.paths[i].state_changes) << "path " << i;
+    probes += after.paths[i].probes - before.paths[i].probes;
+  }
+  EXPECT_EQ(after.rtos, before.rtos) << "a stalled peer read as loss";
+  EXPECT_GE(probes, kPlanes) << "each silent path should have been probed";
+  EXPECT_GT(w.bytes(), 0u);
+  w.stop();
+  ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 500 * kMs));
+  EXPECT_EQ(w.errors(), 0u);
+  EXPECT_EQ(w.verify_failures(), 0u);
+}
+
 // Uniform loss is the fabric's state, not any one path's: at 5% and 10% on
 // every plane no path may leave active. Each path's loss estimate is noisy
 // (about 130 packets of memory), so a test that compares it with the others'

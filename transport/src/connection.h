@@ -2,6 +2,7 @@
 // helpers they share. Not part of the public API.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -12,6 +13,25 @@
 #include "sack_window.h"
 
 namespace metaroce::transport {
+
+// A retransmission timer that fires more than 1/kLateTimerFraction of its own
+// length late, because the datapath polled late (poll_lateness, measured by the
+// datapath), did not measure the peer's silence: this host was not running (a
+// software datapath descheduled; a NIC's timer is never late), and the ACKs
+// that would have stopped it may be queued behind the stall, in this host's
+// rings or at a peer that stalled with it. Such a timer is given one more
+// round trip from now, once per arming, instead of declaring loss. On an ideal
+// clock (the simulator) the lateness is 0 and this never applies; live, each
+// use is counted (ConnectionStats::late_timeouts_deferred).
+inline constexpr Nanos kLateTimerFraction = 4;
+inline bool timer_fired_late(Nanos deadline, Nanos timeout, Nanos now, Nanos poll_lateness) {
+  return std::min(now - deadline, poll_lateness) > timeout / kLateTimerFraction;
+}
+// How long such a timer waits: one round trip (at least the timer granularity),
+// or its whole timeout again before the first RTT sample.
+inline Nanos late_timer_grace(double srtt, Nanos granularity, Nanos timeout) {
+  return srtt > 0 ? std::max(static_cast<Nanos>(srtt), granularity) : timeout;
+}
 
 class Connection {
  public:

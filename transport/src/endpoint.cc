@@ -334,7 +334,7 @@ void Endpoint::reply_unknown_connection(const wire::UdpFrameView& v, const wire:
 
 size_t Endpoint::poll_tx(std::span<TxFrame> burst, uint64_t ready_planes, Nanos now) {
   size_t n = 0;
-  while (n < burst.size() && !pending_naks_.empty()) {
+  while (ready_planes != 0 && n < burst.size() && !pending_naks_.empty()) {
     const PendingNak& p = pending_naks_.back();
     wire::CommonHeader h{};
     h.version = wire::kVersion << 4;

@@ -74,6 +74,7 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   const uint32_t rtt32 = static_cast<uint32_t>(now) - echo;
   if (echo != 0 && rtt32 < 1'000'000'000u) update_rtt(p, static_cast<double>(rtt32));
   p.rto_armed_at = now;
+  p.late_rto_deferred = false;
   p.last_answered_at = now;
   p.backoff = 0;
   p.tail_probe_rearmed = false;
@@ -97,12 +98,12 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   note_state(p, before);
 }
 
-void MetaRoceConnection::mark_lost(Path& p, TxRecord& r) {
+void MetaRoceConnection::mark_lost(Path& p, TxRecord& r, bool count_in_health) {
   r.state = RecState::kLost;
   p.inflight--;
   p.inflight_bytes -= r.bytes;
   conn_inflight_bytes_ -= r.bytes;
-  p.health.on_lost();
+  if (count_in_health) p.health.on_lost();
   p.stats.lost++;
   if (r.ref.kind != kKindProbe) queue_retransmit(r.ref);
 }

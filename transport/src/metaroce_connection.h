@@ -141,6 +141,7 @@ struct Path {
   Nanos next_probe_at = 0;
   uint32_t probe_backoff = 0;  // unanswered probes of a down path (doubles its probe interval)
   Nanos pto_at = kNever;
+  bool late_rto_deferred = false;   // this arming's RTO fired late and was deferred (timer_fired_late)
   bool tail_probe_rearmed = false;  // the RTO was re-armed for a tail-loss probe since the last ACK (once only)
   bool probe_due = false;
   uint16_t probe_stream = 0;
@@ -202,7 +203,9 @@ class MetaRoceConnection final : public Connection {
   // --- acks at the sender (metaroce_ack.cc): ACK/SACK/NAK, loss, RTT, path health
   void on_ack(const wire::PacketView& pv, Nanos now);
   void on_ack_block(Path& p, const wire::AckBlock& b, Nanos now);
-  void mark_lost(Path& p, TxRecord& r);
+  // count_in_health: whether the path's loss estimate counts it (not for a
+  // timeout's presumed losses, see on_rto).
+  void mark_lost(Path& p, TxRecord& r, bool count_in_health = true);
   void advance_floor(Path& p);
   void update_rtt(Path& p, double sample);
   void rotate_entropy(Path& p);
@@ -231,6 +234,7 @@ class MetaRoceConnection final : public Connection {
   Nanos message_timeout() const;
   Nanos pto(const Path& p) const;
   void on_rto(Path& p, Nanos now);
+  bool others_answered_after(const Path& p, Nanos now) const;
   void restart_message(Stream& s, TxMsg& m, Nanos resume_at);
   Nanos next_deadline() const override;
 

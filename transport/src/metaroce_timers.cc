@@ -12,18 +12,35 @@ void MetaRoceConnection::service_timers(Nanos now) {
   Nanos next = kNever;
   for (Path& p : paths_) {
     if (p.inflight > 0 && p.health.state() != PathState::kDown) {
-      const Nanos rto_at = p.rto_armed_at + (p.rto << std::min<uint32_t>(p.backoff, 8));
-      if (now >= rto_at) {
-        on_rto(p, now);
-      } else if (p.pto_at != kNever && now >= p.pto_at) {
-        // Tail-loss probe: a sequenced PROBE makes the receiver reveal the hole.
+      const Nanos timeout = p.rto << std::min<uint32_t>(p.backoff, 8);
+      const Nanos rto_at = p.rto_armed_at + timeout;
+      // The first tail-loss probe since the last ACK. When every path went
+      // quiet at once it comes in the RTO's place if the RTO would come first
+      // (RFC 8985 7.2, as Linux does): a silence that a stalled peer, not
+      // loss, caused then ends with the probe's answer instead of a resend of
+      // everything in flight. While other paths are answered, the silence is
+      // evidence against this path and the RTO keeps its time.
+      const Nanos tlp_at = others_answered_after(p, now) ? p.pto_at : std::min(p.pto_at, rto_at);
+      if (!p.tail_probe_rearmed && now >= tlp_at) {
+        // A sequenced PROBE makes the receiver reveal the hole; an RTO then
+        // needs a whole unanswered timeout after it.
         p.probe_due = true;
         p.probe_stream = 0;
         p.pto_at = now + pto(p) * 2;
-        if (!p.tail_probe_rearmed) {
-          p.rto_armed_at = now;
-          p.tail_probe_rearmed = true;
-        }
+        p.rto_armed_at = now;
+        p.late_rto_deferred = false;
+        p.tail_probe_rearmed = true;
+      } else if (now >= rto_at && !p.late_rto_deferred && timer_fired_late(rto_at, timeout, now, ep_.poll_lateness())) {
+        p.late_rto_deferred = true;
+        p.rto_armed_at = now + late_timer_grace(p.srtt, ep_.timer_granularity(), timeout) - timeout;
+        stats_.late_timeouts_deferred++;
+      } else if (now >= rto_at) {
+        on_rto(p, now);
+      } else if (p.pto_at != kNever && now >= p.pto_at) {
+        // Later probes (every 2 x PTO until an ACK) do not move the RTO.
+        p.probe_due = true;
+        p.probe_stream = 0;
+        p.pto_at = now + pto(p) * 2;
       }
     }
     if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
@@ -89,6 +106,19 @@ void MetaRoceConnection::service_timers(Nanos now) {
   next_timer_at_ = next;
 }
 
+// Evidence against path p at `now`: another usable path was answered in the
+// second half of p's silence, so it kept talking while p did not (always, for
+// a connection with one path: there is nothing to compare with). Answers that
+// merely came a little later than p's last one are no evidence: when the host
+// or the peer stalls, every path goes quiet within a few hundred microseconds.
+bool MetaRoceConnection::others_answered_after(const Path& p, Nanos now) const {
+  if (paths_.size() == 1) return true;
+  const Nanos since = p.last_answered_at + (now - p.last_answered_at) / 2;
+  for (const Path& q : paths_)
+    if (&q != &p && q.health.state() != PathState::kDown && q.last_answered_at > since) return true;
+  return false;
+}
+
 Nanos MetaRoceConnection::message_timeout() const {
   double srtt = 0;
   for (const Path& p : paths_) srtt = std::max(srtt, p.srtt);
@@ -102,23 +132,24 @@ Nanos MetaRoceConnection::pto(const Path& p) const {
 void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   p.stats.rtos++;
   stats_.rtos++;
-  // Everything outstanding on this path is presumed lost and resent on the best paths.
+  // Everything outstanding on this path is presumed lost and resent on the
+  // best paths. For the path's loss estimate that is one loss event, not one
+  // per packet: their fate is unknown (a silence may be delay, not loss), and
+  // a path that keeps timing out is judged by its timeouts (PathHealth::on_rto).
   for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
     TxRecord& r = p.ring[seq % kRingSize];
-    if (r.state == RecState::kOutstanding) mark_lost(p, r);
+    if (r.state == RecState::kOutstanding) mark_lost(p, r, false);
   }
+  p.health.on_lost();
   advance_floor(p);
   p.cc.on_timeout();
   p.backoff++;
   p.rto_armed_at = now;
+  p.late_rto_deferred = false;
+  p.tail_probe_rearmed = true;  // no tail-loss probe after a timeout until an ACK
   p.pto_at = kNever;
   const PathState before = p.health.state();
-  // Evidence against this path: another usable path was answered after this one last was.
-  bool others_answered = paths_.size() == 1;
-  for (const Path& q : paths_)
-    if (&q != &p && q.health.state() != PathState::kDown && q.last_answered_at > p.last_answered_at)
-      others_answered = true;
-  if (p.health.on_rto(others_answered) == PathHealth::Action::kRotateEntropy) {
+  if (p.health.on_rto(others_answered_after(p, now)) == PathHealth::Action::kRotateEntropy) {
     rotate_entropy(p);
     p.next_probe_at = now;
     p.probe_backoff = 0;

@@ -233,7 +233,10 @@ void MetaRoceConnection::record(Path& p, const ChunkRef& ref, uint32_t bytes, ui
   p.stats.packets_sent++;
   p.stats.bytes_sent += bytes;
   if (p.pto_at == kNever) p.pto_at = now + pto(p);
-  if (p.rto_armed_at == 0 || p.inflight == 1) p.rto_armed_at = now;
+  if (p.rto_armed_at == 0 || p.inflight == 1) {
+    p.rto_armed_at = now;
+    p.late_rto_deferred = false;
+  }
   tokens_ -= bytes;
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, p.rto_armed_at + (p.rto << std::min<uint32_t>(p.backoff, 8))));
 }

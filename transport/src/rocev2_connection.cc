@@ -259,6 +259,7 @@ class RoceConnection final : public Connection {
     psn_una_ = una;
     rnr_count_ = 0;
     last_progress_ = now;
+    late_rto_deferred_ = false;
     backoff_ = 0;
     if (psn_diff(psn_next_, psn_una_) < 0) psn_next_ = psn_una_;
     for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
@@ -315,7 +316,14 @@ class RoceConnection final : public Connection {
     if (!((ready >> cfg_.paths[0].plane) & 1)) return false;
     if (ctl_pending_ || ack_due_) return send_aeth(f);
     // Retransmission timer: no progress for an RTO -> go back to the oldest unacknowledged PSN.
-    if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= (rto_ << std::min<uint32_t>(backoff_, 8))) {
+    const Nanos timeout = rto_ << std::min<uint32_t>(backoff_, 8);
+    if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= timeout && !late_rto_deferred_ &&
+        timer_fired_late(last_progress_ + timeout, timeout, now, ep_.poll_lateness())) {
+      late_rto_deferred_ = true;
+      last_progress_ = now + late_timer_grace(srtt_, ep_.timer_granularity(), timeout) - timeout;
+      stats_.late_timeouts_deferred++;
+    }
+    if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= timeout) {
       stats_.rtos++;
       stats_.paths[0].rtos++;
       if (++backoff_ > cfg_.tuning.retry_limit) {
@@ -324,6 +332,7 @@ class RoceConnection final : public Connection {
       }
       go_back(psn_una_);
       last_progress_ = now;
+      late_rto_deferred_ = false;
     }
     if (now < resume_at_ || error_) return false;
     if (static_cast<uint32_t>(psn_diff(psn_next_, psn_una_)) >= cfg_.tuning.rocev2_window_packets) return false;
@@ -370,7 +379,10 @@ class RoceConnection final : public Connection {
       stats_.retransmits++;
       stats_.paths[0].retransmits++;
     }
-    if (psn_diff(psn_una_, psn_max_) == 0) last_progress_ = now;  // timer starts with the first packet in flight
+    if (psn_diff(psn_una_, psn_max_) == 0) {  // timer starts with the first packet in flight
+      last_progress_ = now;
+      late_rto_deferred_ = false;
+    }
     if (!retx && !timing_) {  // Karn: time one first transmission at a time
       timing_ = true;
       timed_psn_ = psn_next_;
@@ -432,6 +444,7 @@ class RoceConnection final : public Connection {
   uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
   Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
   uint32_t backoff_ = 0, rnr_count_ = 0;
+  bool late_rto_deferred_ = false;  // this arming's timer fired late and was deferred (timer_fired_late)
   // The retransmission timeout follows the measured RTT (RFC 6298, with the
   // host's timer granularity as G), as an operator sets a NIC's local ACK
   // timeout above the fabric's RTT: a fixed timeout below the queueing delay

@@ -50,6 +50,7 @@ struct ConnectionStats {
   TransportKind transport = TransportKind::kMetaRoCE;
   uint64_t data_packets_sent = 0, data_bytes_sent = 0;
   uint64_t retransmits = 0, spurious_retransmits = 0, rtos = 0;
+  uint64_t late_timeouts_deferred = 0;  // timers that fired late (host stalled) and waited one more round trip
   uint64_t messages_completed = 0, payload_bytes_completed = 0;
   uint64_t duplicates_received = 0, naks_sent = 0, naks_received = 0;
   uint64_t go_back_n = 0;  // RoCEv2: rewinds
@@ -140,6 +141,11 @@ class Endpoint {
   // read as loss.
   void set_timer_granularity(Nanos g) { timer_granularity_ns_ = g; }
   Nanos timer_granularity() const { return timer_granularity_ns_; }
+  // How late the datapath's current poll started after next_deadline(), as it
+  // measured (0 on an ideal clock, and when no deadline had passed): a timer
+  // that fired late for this reason is not evidence of loss (timer_fired_late).
+  void set_poll_lateness(Nanos late) { poll_lateness_ns_ = late; }
+  Nanos poll_lateness() const { return poll_lateness_ns_; }
 
  private:
   void reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv);
@@ -163,6 +169,7 @@ class Endpoint {
   // Active senders for the fair-share hint.
   std::vector<std::pair<uint32_t, Nanos>> last_seen_;
   Nanos timer_granularity_ns_ = 0;
+  Nanos poll_lateness_ns_ = 0;
 };
 
 }  // namespace metaroce::transport
