@@ -7,13 +7,21 @@
 //     (net_af_packet) ports. Generator and sink are AF_XDP ports in the hosts.
 //  2. Goodput: saturating, verified WRITEs host 0 -> host 1 over all planes
 //     through the FabricNode at each loss rate, MetaRoCE and RoCEv2 in the
-//     same run, and the retained ratio (goodput at loss / at zero loss).
+//     same run, and the retained ratio (goodput at loss / at zero loss), with
+//     the sending thread's CPU time: goodput per busy core.
+//  3. Efficiency: a minimal AF_XDP sender (a tight tx_burst loop of frames
+//     the size of MetaRoCE's data packets) through the same fabric node: its
+//     payload rate per busy core, and MetaRoCE's goodput per busy core as a
+//     fraction of it. And kernel TCP (iperf3, one stream) against MetaRoCE on
+//     plane 0 alone, through the same fabric node at the same loss.
 //
 // Needs root and AF_XDP; otherwise prints SKIPPED with the reason. Figures on
 // a shared 2-core machine are noisy in absolute terms: read the ratios.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <ctime>
+#include <pthread.h>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -59,6 +67,18 @@ std::unique_ptr<Port> open_in(const std::string& ns, const PortConfig& c) {
   if (!p) throw std::runtime_error(c.ifname + ": " + err);
   return p;
 }
+
+// CPU time a running thread has consumed, in seconds.
+double thread_cpu_s(std::thread& t) {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(t.native_handle(), &id) != 0 || clock_gettime(id, &ts) != 0) return 0;
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// The payload and UDP payload of one full MetaRoCE WRITE packet in these runs.
+constexpr uint32_t kMtuPayload = 1024;
+const size_t kDataPacketUdpBytes = wire::packet_bytes(wire::Opcode::kWrite, kMtuPayload);
 
 emulator::LinkConfig all_impairments(double loss) {
   emulator::LinkConfig c;
@@ -173,12 +193,18 @@ ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, con
 
 struct GoodputResult {
   std::string transport;
+  uint32_t planes = 0;
   double loss = 0, goodput_gbps = 0, retained = 0;
+  double sender_cores = 0;  // the sending endpoint thread's CPU time / the window
   uint64_t messages = 0, retransmits = 0, verify_failures = 0, errors = 0;
+  double gbps_per_core() const { return sender_cores > 0 ? goodput_gbps / sender_cores : 0; }
 };
 
-GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, double loss, double seconds) {
+// planes_used: the connection's planes (the first ones); 0 for all.
+GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, double loss, double seconds,
+                      uint32_t planes_used = 0) {
   const uint32_t P = cfg.planes;
+  const uint32_t used = planes_used == 0 ? P : std::min(planes_used, P);
   const std::string fab = lab::fabric_netns(cfg.name);
   std::atomic<bool> stop_fabric{false}, stop_hosts{false}, fabric_ready{false};
   std::string error;
@@ -227,7 +253,7 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
     c.peer_ip = eb.ip;
     c.peer_mac = eb.mac;
     c.paths = paths;
-    c.mtu_payload = 1024;
+    c.mtu_payload = kMtuPayload;
     c.max_message_bytes = 64 * 1024;
     c.max_outstanding_per_stream = 16;
     c.tuning.min_rto_ns = transport::kHostClockMinRtoNs;
@@ -242,10 +268,10 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
   };
   if (kind == transport::TransportKind::kMetaRoCE) {
     std::vector<transport::PathConfig> paths;
-    for (uint32_t p = 0; p < P; ++p) paths.push_back({static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)});
+    for (uint32_t p = 0; p < used; ++p) paths.push_back({static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)});
     connect(1, paths);
   } else {
-    for (uint32_t p = 0; p < P; ++p) connect(1 + p, {{static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)}});
+    for (uint32_t p = 0; p < used; ++p) connect(1 + p, {{static_cast<uint8_t>(p), static_cast<uint16_t>(50000 + p)}});
   }
   constexpr uint32_t kMsg = 64 * 1024, kSlots = 32, kDepth = 16;
   const size_t lane = static_cast<size_t>(kSlots) * kMsg;
@@ -253,7 +279,7 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
   const uint32_t ks = *a.register_memory(src.data(), src.size(), 0);
   const uint32_t kd = *b.register_memory(dst.data(), dst.size(), transport::kAccessRemoteWrite);
-  GoodputResult r{transport::transport_name(kind), loss};
+  GoodputResult r{transport::transport_name(kind), used, loss};
   std::atomic<uint64_t> bytes_window{0};
   std::atomic<bool> measuring{false};
   std::vector<uint32_t> next_slot(conns.size(), 0), inflight(conns.size(), 0);
@@ -301,9 +327,11 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup));  // benchmark pacing, not synchronisation
   measuring = true;
   const Nanos t0 = datapath::monotonic_ns();
+  const double cpu0 = thread_cpu_s(ta);
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds - warmup));
   measuring = false;
   const double window = (datapath::monotonic_ns() - t0) / 1e9;
+  r.sender_cores = (thread_cpu_s(ta) - cpu0) / window;
   stop_hosts = true;
   ta.join();
   tb.join();
@@ -314,6 +342,181 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
   return r;
 }
 
+// ---------------------------------------------------------------- efficiency
+
+struct RawSendResult {
+  double offered_gbps = 0, delivered_gbps = 0;  // payload bits (as MetaRoCE's data packets carry)
+  double sender_cores = 0;
+  double gbps_per_core() const { return sender_cores > 0 ? delivered_gbps / sender_cores : 0; }
+};
+
+// A minimal AF_XDP sender on host 0's plane-0 port: tx_burst of frames the
+// size of a full MetaRoCE data packet, as fast as it can, through a clean
+// fabric node to a sink on host 1. What a transport could send per core if
+// it did nothing but hand the port frames.
+RawSendResult raw_sender(const lab::LabConfig& cfg, double seconds) {
+  const std::string fab = lab::fabric_netns(cfg.name);
+  std::atomic<bool> stop{false}, ready_sink{false}, ready_fabric{false};
+  std::atomic<uint64_t> received{0};
+  std::string error;
+  std::thread sink([&] {
+    try {
+      auto port = open_in(lab::host_netns(cfg.name, 1), port_config("afxdp", lab::host_ifname(0), false, 0));
+      ready_sink = true;
+      datapath::RxFrame rx[64];
+      while (!stop) received += port->rx_burst(rx);
+    } catch (const std::exception& e) {
+      error = e.what();
+      ready_sink = true;
+    }
+  });
+  std::thread fabric([&] {
+    try {
+      ScopedNetns in(fab);
+      auto a = open_in(fab, port_config("afxdp", lab::fabric_ifname(0, 0), true, 0));
+      auto b = open_in(fab, port_config("afxdp", lab::fabric_ifname(1, 0), true, 0));
+      datapath::FabricNode::Config c;
+      c.fabric.hosts = 2;
+      c.fabric.planes = 1;
+      c.fabric.port.prop_delay_ns = 0;
+      c.fabric.ecmp.prop_delay_ns = 10'000;
+      c.host_macs = {{lab::host_mac(cfg, 0, 0), lab::host_mac(cfg, 1, 0)}};
+      c.frame_size = 2048;
+      std::vector<std::vector<Port*>> ports{{a.get(), b.get()}};
+      datapath::FabricNode node(c, ports);
+      ready_fabric = true;
+      node.run(stop, {});
+    } catch (const std::exception& e) {
+      error = e.what();
+      ready_fabric = true;
+    }
+  });
+  while (!ready_sink || !ready_fabric) std::this_thread::yield();
+  std::atomic<uint64_t> sent{0};
+  uint64_t sent_in_window = 0;
+  std::thread gen([&] {
+    try {
+      auto port = open_in(lab::host_netns(cfg.name, 0), port_config("afxdp", lab::host_ifname(0), false, 0));
+      std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + kDataPacketUdpBytes);
+      wire::UdpFlow flow;
+      flow.src_mac = lab::host_mac(cfg, 0, 0);
+      flow.dst_mac = lab::host_mac(cfg, 1, 0);
+      flow.src_ip = lab::host_ip(cfg, 0, 0);
+      flow.dst_ip = lab::host_ip(cfg, 1, 0);
+      flow.src_port = 50000;
+      flow.dst_port = wire::kDefaultUdpPort;
+      wire::encode_udp_headers(frame, flow, wire::Ecn::kEct0, 0, kDataPacketUdpBytes);
+      std::span<const uint8_t> burst[32];
+      for (auto& f : burst) f = frame;
+      while (!stop) {
+        const size_t n = port->tx_burst(burst);
+        port->flush();
+        sent += n;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  const double warmup = std::min(0.3, seconds / 4);
+  std::this_thread::sleep_for(std::chrono::duration<double>(warmup));  // benchmark pacing, not synchronisation
+  const uint64_t sent0 = sent, got0 = received;
+  const double cpu0 = thread_cpu_s(gen);
+  const Nanos t0 = datapath::monotonic_ns();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds - warmup));
+  const double window = (datapath::monotonic_ns() - t0) / 1e9;
+  const double cpu = thread_cpu_s(gen) - cpu0;
+  sent_in_window = sent - sent0;
+  const uint64_t got = received - got0;
+  stop = true;
+  gen.join();
+  sink.join();
+  fabric.join();
+  if (!error.empty()) throw std::runtime_error(error);
+  RawSendResult r;
+  r.offered_gbps = 8.0 * kMtuPayload * sent_in_window / window / 1e9;
+  r.delivered_gbps = 8.0 * kMtuPayload * got / window / 1e9;
+  r.sender_cores = cpu / window;
+  return r;
+}
+
+struct TcpResult {
+  bool ran = false;
+  std::string why_not;
+  double goodput_gbps = 0, retransmits = 0;
+};
+
+// Kernel TCP (iperf3, one stream) host 0 -> host 1 over plane 0 through the
+// fabric node (the only plane on which it forwards kernel traffic), at `loss`
+// on its ECMP links, as in goodput().
+TcpResult kernel_tcp(const lab::LabConfig& cfg, double loss, double seconds) {
+  TcpResult r;
+  if (std::system("command -v iperf3 >/dev/null 2>&1") != 0) {
+    r.why_not = "iperf3 is not installed";
+    return r;
+  }
+  const std::string fab = lab::fabric_netns(cfg.name);
+  std::atomic<bool> stop{false}, ready{false};
+  std::string error;
+  std::thread fabric([&] {
+    try {
+      ScopedNetns in(fab);
+      std::vector<std::unique_ptr<Port>> owned;
+      std::vector<std::vector<Port*>> ports(1, std::vector<Port*>(2));
+      for (uint32_t h = 0; h < 2; ++h) {
+        owned.push_back(open_in(fab, port_config("afxdp", lab::fabric_ifname(h, 0), true, 0)));
+        ports[0][h] = owned.back().get();
+      }
+      datapath::FabricNode::Config c;
+      c.fabric.hosts = 2;
+      c.fabric.planes = 1;
+      c.fabric.port.prop_delay_ns = 0;
+      c.fabric.ecmp.prop_delay_ns = 10'000;
+      c.fabric.ecmp.loss_probability = loss;
+      c.host_macs = {{lab::host_mac(cfg, 0, 0), lab::host_mac(cfg, 1, 0)}};
+      c.frame_size = 2048;
+      datapath::FabricNode node(c, ports);
+      ready = true;
+      node.run(stop, {});
+    } catch (const std::exception& e) {
+      error = e.what();
+      ready = true;
+    }
+  });
+  while (!ready) std::this_thread::yield();
+  if (!error.empty()) {
+    fabric.join();
+    throw std::runtime_error(error);
+  }
+  const std::string h0 = lab::host_netns(cfg.name, 0), h1 = lab::host_netns(cfg.name, 1);
+  const std::string server_ip = lab::ip_to_string(lab::host_ip(cfg, 1, 0));
+  const std::string out = "/tmp/" + cfg.name + "-iperf3.json";
+  // One-shot server (-1) in host 1; the client in host 0 retries the connect
+  // while the server starts (iperf3 --connect-timeout bounds each attempt).
+  const std::string server = "ip netns exec " + h1 + " iperf3 -s -1 -p 5301 >/dev/null 2>&1 &";
+  std::system(server.c_str());
+  int rc = 1;
+  for (int attempt = 0; attempt < 20 && rc != 0; ++attempt) {
+    const std::string client = "ip netns exec " + h0 + " iperf3 -c " + server_ip + " -p 5301 -J --connect-timeout 500 -t " +
+                               std::to_string(std::max(1, static_cast<int>(seconds))) + " > " + out + " 2>/dev/null";
+    rc = std::system(client.c_str());
+  }
+  stop = true;
+  fabric.join();
+  std::system(("pkill -f 'iperf3 -s -1 -p 5301' >/dev/null 2>&1; true"));
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  std::remove(out.c_str());
+  if (rc != 0 || !j.is_object() || !j.contains("end") || !j["end"].contains("sum_received")) {
+    r.why_not = "iperf3 did not complete through the fabric node";
+    if (j.is_object() && j.contains("error") && j["error"].is_string()) r.why_not += ": " + j["error"].get<std::string>();
+    return r;
+  }
+  r.ran = true;
+  r.goodput_gbps = j["end"]["sum_received"].value("bits_per_second", 0.0) / 1e9;
+  r.retransmits = j["end"]["sum_sent"].value("retransmits", 0.0);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,12 +524,15 @@ int main(int argc, char** argv) {
   uint32_t planes = 4;
   double seconds = 2;
   std::string losses_text = "0,0.01,0.1", json_path;
-  bool no_forwarding = false, no_goodput = false;
+  bool no_forwarding = false, no_goodput = false, no_efficiency = false;
+  double tcp_loss = 0.01;
   app.add_option("--planes", planes, "planes for the goodput runs")->check(CLI::Range(1u, 8u));
   app.add_option("--seconds", seconds, "length of each run")->check(CLI::Range(0.5, 60.0));
   app.add_option("--losses", losses_text, "loss rates for the goodput runs");
   app.add_flag("--no-forwarding", no_forwarding, "skip the forwarding runs");
   app.add_flag("--no-goodput", no_goodput, "skip the goodput runs");
+  app.add_flag("--no-efficiency", no_efficiency, "skip the raw-sender and kernel-TCP comparisons");
+  app.add_option("--tcp-loss", tcp_loss, "loss for the kernel TCP vs MetaRoCE comparison")->check(CLI::Range(0.0, 0.5));
   app.add_option("--json", json_path, "write the results as JSON");
   CLI11_PARSE(app, argc, argv);
   std::vector<double> losses;
@@ -359,6 +565,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   nlohmann::json out = {{"forwarding", nlohmann::json::array()}, {"goodput", nlohmann::json::array()}};
+  double metaroce_per_core = 0;  // at zero loss over all planes, from the goodput runs
   int rc = 0;
   try {
     if (!no_forwarding) {
@@ -382,8 +589,8 @@ int main(int argc, char** argv) {
     }
     if (!no_goodput) {
       std::printf("\nGoodput host0 -> host1 over %u planes through the fabric node (64 KiB WRITEs, verified)\n", planes);
-      std::printf("%-9s %7s %10s %9s %10s %9s %8s\n", "transport", "loss", "goodput", "retained", "messages",
-                  "retransmit", "verified");
+      std::printf("%-9s %7s %10s %9s %10s %9s %8s %6s %10s\n", "transport", "loss", "goodput", "retained", "messages",
+                  "retransmit", "verified", "cores", "Gb/s/core");
       for (auto t : {transport::TransportKind::kMetaRoCE, transport::TransportKind::kRoCEv2}) {
         double base = 0;
         for (double l : losses) {
@@ -392,15 +599,54 @@ int main(int argc, char** argv) {
           g.retained = base > 0 ? g.goodput_gbps / base : 0;
           const bool ok = g.verify_failures == 0 && g.errors == 0 && g.messages > 0;
           rc |= ok ? 0 : 1;
-          std::printf("%-9s %6.2f%% %6.3f Gb %9.3f %10llu %9llu %8s\n", g.transport.c_str(), l * 100, g.goodput_gbps,
-                      g.retained, static_cast<unsigned long long>(g.messages),
-                      static_cast<unsigned long long>(g.retransmits), ok ? "yes" : "NO");
+          std::printf("%-9s %6.2f%% %6.3f Gb %9.3f %10llu %9llu %8s %6.2f %10.3f\n", g.transport.c_str(), l * 100,
+                      g.goodput_gbps, g.retained, static_cast<unsigned long long>(g.messages),
+                      static_cast<unsigned long long>(g.retransmits), ok ? "yes" : "NO", g.sender_cores,
+                      g.gbps_per_core());
+          if (l == 0 && t == transport::TransportKind::kMetaRoCE) metaroce_per_core = g.gbps_per_core();
           out["goodput"].push_back({{"transport", g.transport}, {"loss", l}, {"planes", planes},
                                     {"goodput_gbps", g.goodput_gbps}, {"retained", g.retained},
                                     {"messages", g.messages}, {"retransmits", g.retransmits},
-                                    {"data_verified", ok}});
+                                    {"data_verified", ok}, {"sender_cores", g.sender_cores},
+                                    {"goodput_gbps_per_core", g.gbps_per_core()}});
         }
       }
+    }
+    if (!no_efficiency) {
+      std::printf("\nEfficiency: payload per busy core of the sending thread (%u B packets, AF_XDP)\n", kMtuPayload);
+      const RawSendResult raw = raw_sender(cfg, seconds);
+      nlohmann::json e = {{"raw_sender", {{"offered_gbps", raw.offered_gbps},
+                                          {"delivered_gbps", raw.delivered_gbps},
+                                          {"sender_cores", raw.sender_cores},
+                                          {"delivered_gbps_per_core", raw.gbps_per_core()}}}};
+      std::printf("%-34s %10s %6s %10s\n", "sender", "delivered", "cores", "Gb/s/core");
+      std::printf("%-34s %7.3f Gb %6.2f %10.3f\n", "minimal AF_XDP sender (plane 0)", raw.delivered_gbps,
+                  raw.sender_cores, raw.gbps_per_core());
+      if (!no_goodput) {
+        const double ratio = raw.gbps_per_core() > 0 ? metaroce_per_core / raw.gbps_per_core() : 0;
+        std::printf("%-34s %10s %6s %10.3f  (%.2f x the minimal sender; goal >= 0.80)\n",
+                    "MetaRoCE, 0% loss, all planes", "", "", metaroce_per_core, ratio);
+        e["metaroce_gbps_per_core"] = metaroce_per_core;
+        e["metaroce_vs_raw_per_core"] = ratio;
+      }
+      std::printf("\nKernel TCP (iperf3, one stream) vs MetaRoCE on plane 0 alone, %.1f%% loss, same fabric node\n",
+                  tcp_loss * 100);
+      const TcpResult tcp = kernel_tcp(cfg, tcp_loss, seconds);
+      const GoodputResult mr = goodput(cfg, transport::TransportKind::kMetaRoCE, tcp_loss, seconds, 1);
+      std::printf("%-34s %10s %10s\n", "transport", "goodput", "retransmit");
+      if (tcp.ran)
+        std::printf("%-34s %7.3f Gb %10.0f\n", "kernel TCP (iperf3)", tcp.goodput_gbps, tcp.retransmits);
+      else
+        std::printf("%-34s %10s  SKIPPED: %s\n", "kernel TCP (iperf3)", "-", tcp.why_not.c_str());
+      std::printf("%-34s %7.3f Gb %10llu\n", "MetaRoCE (1 plane)", mr.goodput_gbps,
+                  static_cast<unsigned long long>(mr.retransmits));
+      if (tcp.ran && tcp.goodput_gbps > 0)
+        std::printf("MetaRoCE / kernel TCP: %.2f (goal >= 1)\n", mr.goodput_gbps / tcp.goodput_gbps);
+      e["tcp"] = {{"loss", tcp_loss}, {"ran", tcp.ran}, {"why_not", tcp.why_not}, {"goodput_gbps", tcp.goodput_gbps},
+                  {"retransmits", tcp.retransmits}, {"metaroce_one_plane_gbps", mr.goodput_gbps},
+                  {"metaroce_vs_tcp", tcp.ran && tcp.goodput_gbps > 0 ? mr.goodput_gbps / tcp.goodput_gbps : 0.0}};
+      rc |= (mr.verify_failures == 0 && mr.errors == 0 && mr.messages > 0) ? 0 : 1;
+      out["efficiency"] = e;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
