@@ -189,7 +189,7 @@ bool EndpointWorker::step(Nanos now) {
   // Transmit: the engine fills frames for planes whose port has room.
   uint64_t ready = 0;
   for (size_t p = 0; p < ports_.size() && p < 64; ++p)
-    if (ports_[p]->tx_ready() && (port_model_.empty() || port_model_[p].backlog_bytes(now) < emulator::kNicQueueBytes))
+    if (ports_[p]->tx_ready() && (port_model_.empty() || port_model_[p].ready(emulator::kNicQueueBytes, now)))
       ready |= 1ull << p;
   if (ready) {
     for (size_t i = 0; i < kBurst; ++i)
@@ -214,8 +214,8 @@ bool EndpointWorker::step(Nanos now) {
   // A paced plane that is full wakes the worker when its port model drains.
   port_ready_at_ = transport::kNever;
   for (size_t p = 0; p < port_model_.size(); ++p)
-    if (port_model_[p].backlog_bytes(now) >= emulator::kNicQueueBytes)
-      port_ready_at_ = std::min(port_ready_at_, port_model_[p].drained_to(emulator::kNicQueueBytes - 1, now));
+    if (!port_model_[p].ready(emulator::kNicQueueBytes, now))
+      port_ready_at_ = std::min(port_ready_at_, port_model_[p].ready_at(emulator::kNicQueueBytes, now));
   return work;
 }
 

@@ -107,11 +107,11 @@ DropCause Fabric::forward(FramePosition& pos, std::span<uint8_t> frame, Nanos no
 }
 
 bool Fabric::uplink_ready(uint32_t host, uint32_t plane, uint32_t max_backlog, Nanos now) {
-  return uplink(plane, host).backlog_bytes(now) < max_backlog;
+  return uplink(plane, host).ready(max_backlog, now);
 }
 
 Nanos Fabric::uplink_ready_at(uint32_t host, uint32_t plane, uint32_t max_backlog, Nanos now) {
-  return uplink(plane, host).drained_to(max_backlog - 1, now);
+  return uplink(plane, host).ready_at(max_backlog, now);
 }
 
 void apply_patch(const LinkPatch& patch, LinkConfig& c) {

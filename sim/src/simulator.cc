@@ -31,11 +31,11 @@ Route TwoHostFabric::forward(int from, uint8_t plane, std::span<uint8_t> frame, 
 }
 
 bool TwoHostFabric::egress_ready(int host, uint8_t plane, Nanos now) {
-  return link(host, plane).backlog_bytes(now) < nic_queue_bytes_;
+  return link(host, plane).ready(nic_queue_bytes_, now);
 }
 
 Nanos TwoHostFabric::egress_ready_at(int host, uint8_t plane, Nanos now) {
-  return link(host, plane).drained_to(nic_queue_bytes_ - 1, now);
+  return link(host, plane).ready_at(nic_queue_bytes_, now);
 }
 
 void TwoHostFabric::set_plane_up(uint8_t plane, bool up) {

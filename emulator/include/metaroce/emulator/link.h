@@ -114,6 +114,12 @@ class Link {
   uint64_t backlog_bytes(Nanos now);
   // Earliest time at which the backlog is at most target bytes (now if already).
   Nanos drained_to(uint64_t target, Nanos now);
+  // The link as a host's NIC port with a send queue of max_backlog bytes (the
+  // one back-pressure rule of the simulator's hosts, the fabric's uplinks and
+  // the live endpoint's port model): the host may hand it a frame while less
+  // than max_backlog bytes wait, and may again from ready_at() on.
+  bool ready(uint64_t max_backlog, Nanos now) { return backlog_bytes(now) < max_backlog; }
+  Nanos ready_at(uint64_t max_backlog, Nanos now) { return drained_to(max_backlog - 1, now); }
   bool is_up(Nanos now) const;
 
   // Applies a new configuration from time now on (validated by the caller);
