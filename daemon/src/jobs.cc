@@ -375,7 +375,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       lat->set_max_ns(ph.latency.max());
       lat->set_median_ns(ph.latency.percentile(0.5));
       lat->set_average_ns(ph.latency.mean());
-      lat->set_stdev_ns(ph.latency.stdev());
+      lat->set_stdev_ns(ph.latency.stddev());
       lat->set_p99_ns(ph.latency.percentile(0.99));
       lat->set_p999_ns(ph.latency.percentile(0.999));
     }

@@ -114,55 +114,6 @@ TEST(Names, OperationsRoundTrip) {
   EXPECT_FALSE(md::parse_operation("").has_value());
 }
 
-// ------------------------------------------------------------------ histogram
-
-void expect_within(Nanos got, double want, double rel, const char* what) {
-  EXPECT_NEAR(static_cast<double>(got), want, want * rel) << what;
-}
-
-TEST(Histogram, UniformPercentilesWithin3Percent) {
-  md::LatencyHistogram h;
-  for (Nanos v = 1; v <= 100000; ++v) h.record(v);
-  EXPECT_EQ(h.count(), 100000u);
-  EXPECT_EQ(h.min(), 1);
-  EXPECT_EQ(h.max(), 100000);
-  EXPECT_NEAR(h.mean(), 50000.5, 1e-6);
-  EXPECT_NEAR(h.stdev(), 28867.5, 1.0);
-  for (double q : {0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999})
-    expect_within(h.percentile(q), q * 100000, 0.03, ("p" + std::to_string(q)).c_str());
-  EXPECT_EQ(h.percentile(1.0), 100000);
-  EXPECT_EQ(h.percentile(0.0), 1);
-}
-
-TEST(Histogram, SmallValuesAreExactAndHugeOnesClamp) {
-  md::LatencyHistogram h;
-  for (Nanos v : {3, 3, 3, 17}) h.record(v);
-  EXPECT_EQ(h.percentile(0.5), 3);
-  EXPECT_EQ(h.percentile(1.0), 17);
-  md::LatencyHistogram big;
-  big.record(Nanos{1} << 50);  // beyond the last bucket: counted, reported as the recorded max
-  big.record(-5);              // clock skew: counted as 0
-  EXPECT_EQ(big.count(), 2u);
-  EXPECT_EQ(big.percentile(1.0), Nanos{1} << 50);
-  EXPECT_EQ(big.min(), 0);
-}
-
-TEST(Histogram, BimodalMergeKeepsBothModes) {
-  md::LatencyHistogram fast, slow, empty;
-  for (int i = 0; i < 9000; ++i) fast.record(1000 + i % 7);
-  for (int i = 0; i < 1000; ++i) slow.record(1'000'000 + i);
-  EXPECT_EQ(empty.percentile(0.5), 0);
-  EXPECT_EQ(empty.min(), 0);
-  fast.merge(slow);
-  fast.merge(empty);
-  EXPECT_EQ(fast.count(), 10000u);
-  EXPECT_EQ(fast.min(), 1000);
-  EXPECT_EQ(fast.max(), 1'000'999);
-  expect_within(fast.percentile(0.5), 1003, 0.03, "p50");
-  expect_within(fast.percentile(0.9), 1006, 0.03, "p90");
-  expect_within(fast.percentile(0.95), 1'000'500, 0.03, "p95");
-  expect_within(fast.percentile(0.999), 1'000'990, 0.03, "p99.9");
-}
 
 // ------------------------------------------------------------------ a job in the simulator
 

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "metaroce/emulator/histogram.h"
 #include "metaroce/transport/endpoint.h"
 
 namespace metaroce::daemon {
@@ -67,31 +68,6 @@ struct SlotLayout {
 // slots_per_stream = 2 x max(queue_depth, 1); slot_bytes = max(8, max_message_bytes rounded up to 8).
 SlotLayout make_layout(uint32_t streams, uint32_t queue_depth, uint32_t max_message_bytes);
 
-// Log-linear latency histogram: 32 sub-buckets per power of two from 1 ns to
-// about 2^40 ns (18 min), so a percentile is within ~3% of the true value.
-// Fixed size, no allocation after construction.
-class LatencyHistogram {
- public:
-  static constexpr int kSubBits = 5;
-  static constexpr int kBuckets = (41 - kSubBits) << kSubBits;
-  void record(Nanos ns);
-  void merge(const LatencyHistogram& o);
-  uint64_t count() const { return count_; }
-  Nanos min() const { return count_ ? min_ : 0; }
-  Nanos max() const { return max_; }
-  double mean() const;
-  double stdev() const;
-  Nanos percentile(double q) const;  // q in [0, 1]; 0 when empty
-
- private:
-  static int bucket_of(Nanos ns);
-  static Nanos bucket_value(int b);  // representative (midpoint) of bucket b
-  std::array<uint64_t, kBuckets> buckets_{};
-  uint64_t count_ = 0;
-  Nanos min_ = INT64_MAX, max_ = 0;
-  double sum_ = 0, sum_sq_ = 0;
-};
-
 // The remote side of one connection, as the responder reported it.
 struct DriverConnection {
   uint32_t conn = 0;         // local connection id
@@ -118,7 +94,7 @@ struct PhaseResult {
   uint32_t size = 0;
   uint64_t messages = 0, bytes = 0;
   Nanos start_ns = 0, end_ns = 0;  // first post, last completion (worker clock)
-  LatencyHistogram latency;        // post to completion
+  emulator::DelayHistogram latency;  // post to completion (the project's one histogram)
   // Per connection, per stream: messages completed successfully since the job
   // started, when this phase ended (what VerifyPhase::stream_end wants).
   std::vector<std::vector<uint64_t>> stream_end;
