@@ -540,6 +540,14 @@ std::string read_token_file(const std::string& path, const std::string& key, std
   return {};
 }
 
+std::string read_pem_file(const std::string& path, const std::string& key, std::string* pem) {
+  std::string err;
+  const auto text = lab::read_config_text(path, 1 << 20, &err);
+  if (!text) return key + ": " + err;
+  *pem = *text;
+  return {};
+}
+
 std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag) {
   const auto& ctl = c.control;
   if (ctl.unix_socket.empty() && ctl.tcp.empty())
@@ -555,8 +563,15 @@ std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag) {
       if (!ctl.insecure && !insecure_flag)
         return c.source + ": control.tcp: TCP needs TLS (control.tls.cert/key) or an explicit --insecure (loopback only)";
     }
-    for (const auto* f : {&ctl.tls.cert, &ctl.tls.key, &ctl.tls.client_ca})
-      if (!f->empty() && !std::filesystem::exists(*f)) return c.source + ": control.tls: no such file '" + *f + "'";
+  }
+  for (const auto& [file, key] : {std::pair{&ctl.tls.cert, "control.tls.cert"}, std::pair{&ctl.tls.key, "control.tls.key"},
+                                   std::pair{&ctl.tls.client_ca, "control.tls.client_ca"},
+                                   std::pair{&ctl.peer_tls.ca, "control.peer_tls.ca"},
+                                   std::pair{&ctl.peer_tls.cert, "control.peer_tls.cert"},
+                                   std::pair{&ctl.peer_tls.key, "control.peer_tls.key"}}) {
+    std::string pem;
+    if (!file->empty())
+      if (std::string e = read_pem_file(*file, key, &pem); !e.empty()) return c.source + ": " + e;
   }
   for (const auto& [file, key] : {std::pair{&ctl.token_file, "control.token_file"},
                                    std::pair{&ctl.peer_token_file, "control.peer_token_file"}}) {

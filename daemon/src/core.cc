@@ -22,11 +22,12 @@ std::string read_token(const std::string& file, const char* key, std::string* er
   return t;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A PEM file validate_daemon_config has already read once; "" (and a log
+// line) if it has become unreadable since, which the TLS handshake reports.
+std::string pem(const std::string& path, const char* key) {
+  std::string text;
+  if (std::string e = read_pem_file(path, key, &text); !e.empty()) spdlog::error("{}", e);
+  return text;
 }
 
 std::string range_text(uint64_t lo, uint64_t hi, uint64_t got) {
@@ -81,10 +82,10 @@ std::shared_ptr<grpc::Channel> PeerDialer::channel(const std::string& address) {
     const bool is_unix = target.rfind("unix:", 0) == 0;
     if (!is_unix && !control_.peer_tls.ca.empty()) {
       grpc::SslCredentialsOptions o;
-      o.pem_root_certs = read_file(control_.peer_tls.ca);
+      o.pem_root_certs = pem(control_.peer_tls.ca, "control.peer_tls.ca");
       if (!control_.peer_tls.cert.empty()) {
-        o.pem_cert_chain = read_file(control_.peer_tls.cert);
-        o.pem_private_key = read_file(control_.peer_tls.key);
+        o.pem_cert_chain = pem(control_.peer_tls.cert, "control.peer_tls.cert");
+        o.pem_private_key = pem(control_.peer_tls.key, "control.peer_tls.key");
       }
       creds = grpc::SslCredentials(o);
     } else {

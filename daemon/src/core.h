@@ -1,5 +1,6 @@
 // The daemon's state and operations, independent of how they are called
-// (gRPC services in services.cc, /metrics in metrics.cc). Every operation
+// (gRPC services in services.cc; /metrics is rendered by prometheus_text() in
+// counters.cc and served by main.cc). Every operation
 // returns a grpc::Status whose message names the field, the value and what
 // is allowed. Control-plane state here is guarded by control-only mutexes;
 // the workers are reached only through their WorkerChannels.

@@ -29,11 +29,12 @@ namespace md = metaroce::daemon;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A PEM file validate_daemon_config has already read once; "" (and a log
+// line) if it has become unreadable since, which the TLS handshake reports.
+std::string pem(const std::string& path, const char* key) {
+  std::string text;
+  if (std::string e = md::read_pem_file(path, key, &text); !e.empty()) spdlog::error("{}", e);
+  return text;
 }
 
 // True when something accepts connections on the Unix socket (another daemon).
@@ -135,8 +136,8 @@ int main(int argc, char** argv) {
       grpc::SslServerCredentialsOptions o(ctl.tls.client_ca.empty()
                                               ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                               : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-      o.pem_key_cert_pairs.push_back({read_file(ctl.tls.key), read_file(ctl.tls.cert)});
-      if (!ctl.tls.client_ca.empty()) o.pem_root_certs = read_file(ctl.tls.client_ca);
+      o.pem_key_cert_pairs.push_back({pem(ctl.tls.key, "control.tls.key"), pem(ctl.tls.cert, "control.tls.cert")});
+      if (!ctl.tls.client_ca.empty()) o.pem_root_certs = pem(ctl.tls.client_ca, "control.tls.client_ca");
       creds = grpc::SslServerCredentials(o);
     } else {
       spdlog::warn("control.tcp: {} without TLS (--insecure, loopback only)", ctl.tcp);

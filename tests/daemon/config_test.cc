@@ -129,7 +129,15 @@ TEST(DaemonConfig, TcpNeedsTlsOrExplicitInsecureOnLoopback) {
   c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  tcp: 0.0.0.0:50051\n  tls: {cert: /nonexistent.pem, key: /nonexistent.key}\n",
                             "t.yaml", &err);
   ASSERT_TRUE(c) << err;
-  EXPECT_NE(md::validate_daemon_config(*c, false).find("no such file '/nonexistent.pem'"), std::string::npos);
+  std::string e = md::validate_daemon_config(*c, false);
+  EXPECT_NE(e.find("control.tls.cert"), std::string::npos) << e;
+  EXPECT_NE(e.find("/nonexistent.pem"), std::string::npos) << e;
+  // A peer CA the daemon cannot read is refused at start too, not at the first handshake.
+  c = md::parse_daemon_yaml(std::string(kEndpoint) + "control:\n  peer_tls: {ca: /nonexistent-ca.pem}\n", "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  e = md::validate_daemon_config(*c, false);
+  EXPECT_NE(e.find("control.peer_tls.ca"), std::string::npos) << e;
+  EXPECT_NE(e.find("/nonexistent-ca.pem"), std::string::npos) << e;
   EXPECT_TRUE(md::is_loopback_listen("127.0.0.1:1"));
   EXPECT_TRUE(md::is_loopback_listen("localhost:1"));
   EXPECT_TRUE(md::is_loopback_listen("[::1]:1"));

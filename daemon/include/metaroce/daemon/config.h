@@ -126,6 +126,12 @@ std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag);
 inline constexpr size_t kMinTokenChars = 16, kMaxTokenChars = 4096;
 std::string read_token_file(const std::string& path, const std::string& key, std::string* token);
 
+// A PEM file (TLS key, certificate or CA bundle), at most 1 MiB. Returns ""
+// and sets *pem, or an error naming `key` and the file. Every configured PEM
+// file is read once by validate_daemon_config, so a daemon refuses to start
+// on one it cannot read instead of failing each TLS handshake later.
+std::string read_pem_file(const std::string& path, const std::string& key, std::string* pem);
+
 // The effective configuration (defaults filled in) as YAML and as JSON.
 std::string daemon_config_yaml(const DaemonConfig& c);
 std::string daemon_config_json(const DaemonConfig& c);
