@@ -73,6 +73,11 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
       return kExitResultFailed;
     case ms::Report::Verdict::kPass: break;
   }
+  if (const size_t known = r.known_failures(); known > 0)
+    std::fprintf(stderr,
+                 "metarocectl: PASS except %zu of %zu assertions, which fail on known issues the scenario names (see "
+                 "the report)\n",
+                 known, r.assertions.size());
   return kExitOk;
 }
 

@@ -184,6 +184,15 @@ std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::v
   std::vector<AssertionResult> out;
   for (const Assertion& a : s.assertions) {
     const std::string& text = a.text;
+    // Every result this assertion yields carries its known_issue, whichever branch returns.
+    struct TagKnownIssue {
+      std::vector<AssertionResult>& results;
+      size_t first;
+      const std::string& known_issue;
+      ~TagKnownIssue() {
+        for (size_t i = first; i < results.size(); ++i) results[i].known_issue = known_issue;
+      }
+    } tag{out, out.size(), a.known_issue};
     if (a.metric == Assertion::Metric::kRetained) {
       // Per job: goodput at every sweep value / goodput at the first value.
       std::vector<std::string> jobs;

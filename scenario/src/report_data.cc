@@ -34,13 +34,14 @@
 //     } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str,
 //                       "inconclusive": bool,      // within its resolution of the threshold
+//                       "known_issue": str,        // only when the file marks it: the open problem it fails on
 //                       "value": num } ],          // the measured figure, when there is one (finite)
 //     "derived": {                        // report_derive.cc, shown on the page
 //       "passed": bool,                   // Report::passed()
 //       "faithful": bool,                 // every live run kept up (Report::faithful())
 //       "verdict": "PASS" | "FAIL" | "INCONCLUSIVE",
 //       "assertions_total": uint, "assertions_failed": uint,   // failed: definitely, not inconclusive
-//       "assertions_inconclusive": uint,
+//       "assertions_inconclusive": uint, "assertions_known_failures": uint,  // failed on a known_issue, not counted as failed
 //       "runs": [ {                       // same index as "runs"; keys only when defined
 //         "retained": num,                // sweep: goodput / goodput of the same job at the first sweep value
 //         "fault_from_s", "fault_to_s": num,   // first event .. last event (or end of run)
@@ -186,6 +187,7 @@ ojson to_json(const Report& r, const Derived& d) {
   ojson as = ojson::array();
   for (const auto& a : r.assertions) {
     as.push_back(ojson{{"text", a.text}, {"passed", a.passed}, {"detail", a.detail}, {"inconclusive", a.inconclusive}});
+    if (!a.known_issue.empty()) as.back()["known_issue"] = a.known_issue;
     if (a.value && std::isfinite(*a.value)) as.back()["value"] = *a.value;
   }
   j["assertions"] = std::move(as);
@@ -196,6 +198,7 @@ ojson to_json(const Report& r, const Derived& d) {
   dj["assertions_total"] = r.assertions.size();
   dj["assertions_failed"] = d.failed;
   dj["assertions_inconclusive"] = r.unresolved();
+  dj["assertions_known_failures"] = r.known_failures();
   ojson druns = ojson::array();
   for (const auto& rd : d.runs) {
     ojson o = ojson::object();

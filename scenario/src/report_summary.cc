@@ -80,12 +80,18 @@ std::string summary_table(const Report& r) {
   if (r.assertions.empty()) {
     out += "\nno assertions\n";
   } else {
-    out += "\nassertions: " + std::to_string(r.assertions.size() - d.failed - r.unresolved()) + " of " +
+    const size_t known = r.known_failures();
+    out += "\nassertions: " + std::to_string(r.assertions.size() - d.failed - r.unresolved() - known) + " of " +
            std::to_string(r.assertions.size()) + " passed" +
-           (r.unresolved() ? ", " + std::to_string(r.unresolved()) + " too close to call" : std::string()) + "\n";
-    for (const auto& a : r.assertions)
-      out += std::string(a.passed ? "  PASS  " : a.inconclusive ? "  CLOSE " : "  FAIL  ") + a.text +
-             (a.detail.empty() ? "" : "  (" + a.detail + ")") + "\n";
+           (r.unresolved() ? ", " + std::to_string(r.unresolved()) + " too close to call" : std::string()) +
+           (known ? ", " + std::to_string(known) + " failed on a known issue" : std::string()) + "\n";
+    for (const auto& a : r.assertions) {
+      out += std::string(a.passed ? "  PASS  " : a.inconclusive ? "  CLOSE " : a.known_failure() ? "  KNOWN " : "  FAIL  ") +
+             a.text + (a.detail.empty() ? "" : "  (" + a.detail + ")") + "\n";
+      if (a.known_failure()) out += "        known issue: " + a.known_issue + "\n";
+      else if (a.passed && !a.known_issue.empty())
+        out += "        passes despite its known_issue marker: the issue may be gone (remove the marker)\n";
+    }
   }
   return out;
 }

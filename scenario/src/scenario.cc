@@ -533,7 +533,7 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
              "removed: one threshold (min, max) holds live and in the simulator; a live run the host cannot measure "
              "faithfully is reported INCONCLUSIVE instead");
   const MapView m = map(n, key,
-                        {"metric", "job", "other", "window", "baseline", "at", "fraction", "min", "max"});
+                        {"metric", "job", "other", "window", "baseline", "at", "fraction", "min", "max", "known_issue"});
   Assertion a;
   const std::string metric = one_of(need(m, key, "metric"), sub(key, "metric"),
                                     {"goodput_ratio", "recovery_time", "data_errors", "job_succeeded", "compare", "retained"});
@@ -557,7 +557,7 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
     case M::kRetained: uses = {"min"}, required = {"min"}; break;
   }
   for (const auto& [k, v] : m.entries)
-    if (k != "metric" && k != "job" && std::find(uses.begin(), uses.end(), k) == uses.end())
+    if (k != "metric" && k != "job" && k != "known_issue" && std::find(uses.begin(), uses.end(), k) == uses.end())
       fail(v, sub(key, k), "not used by metric " + metric + (uses.empty() ? "" : " (it uses: " + join(uses) + ")"));
   for (const auto& k : required) need(m, key, k, "is required for metric " + metric);
 
@@ -602,6 +602,11 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
     } else {
       max_text = "0";
     }
+  }
+  if (const auto* v = m.find("known_issue")) {
+    a.known_issue = str(*v, sub(key, "known_issue"));
+    if (a.known_issue.empty() || a.known_issue.size() > 500)
+      fail(*v, sub(key, "known_issue"), "must say which open problem the assertion fails on, 1 to 500 characters");
   }
   if (a.metric == M::kRetained && !s.sweep)
     fail(*m.find("metric"), sub(key, "metric"), "retained compares sweep values: the scenario needs a sweep");
