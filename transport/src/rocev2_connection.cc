@@ -252,21 +252,23 @@ class RoceConnection final : public Connection {
 
   void acked_through(uint32_t una, Nanos now) {
     if (psn_diff(una, psn_una_) <= 0 || psn_diff(una, psn_max_) > 0) return;
-    // Karn (RFC 6298 5.7): a backed-off timer stays backed off until an RTT
-    // sample arrives. Reset on any progress, a timeout shorter than the
-    // first window's round trip (200 us against 100 us of delay each way)
-    // fired on every window, and as each timeout resent the timed packet, no
-    // sample ever ended the cycle: RoCEv2 kept a third of its rate at 0% loss.
     if (timing_ && psn_diff(una, timed_psn_) > 0) {
       update_rtt(static_cast<double>(now - timed_at_));
       timing_ = false;
-      backoff_ = 0;
     }
     psn_una_ = una;
     rnr_count_ = 0;
     retries_ = 0;
     last_progress_ = now;
     late_rto_deferred_ = false;
+    // Karn (RFC 6298 5.7) until the first RTT sample: the backed-off timer
+    // stays backed off. Reset on any progress, a minimum timeout shorter than
+    // the first round trip (200 us against 100 us of delay each way) fired on
+    // every window, each timeout resent the timed packet, and no sample ever
+    // ended the cycle: RoCEv2 kept a third of its rate at 0% loss. Once the
+    // RTT is known, progress resets the back-off as before (kept longer, it
+    // grows to 2^8 timeouts under heavy loss, where samples are rare).
+    if (srtt_ > 0) backoff_ = 0;
     if (psn_diff(psn_next_, psn_una_) < 0) psn_next_ = psn_una_;
     for (uint64_t i = wr_head_; i < wr_tail_; ++i) {
       Wr& w = wrs_[i % wrs_.size()];
@@ -450,7 +452,7 @@ class RoceConnection final : public Connection {
   uint64_t wr_head_ = 0, wr_tail_ = 0;
   uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
   Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
-  uint32_t backoff_ = 0;  // timer doublings: kept until an RTT sample (Karn)
+  uint32_t backoff_ = 0;  // timer doublings: before the first RTT sample, kept until one (Karn)
   uint32_t retries_ = 0;  // timeouts since the last progress: what retry_limit bounds
   uint32_t rnr_count_ = 0;
   bool late_rto_deferred_ = false;  // this arming's timer fired late and was deferred (timer_fired_late)
