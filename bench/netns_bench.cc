@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -79,6 +80,21 @@ double thread_cpu_s(std::thread& t) {
 // The payload and UDP payload of one full MetaRoCE WRITE packet in these runs.
 constexpr uint32_t kMtuPayload = 1024;
 const size_t kDataPacketUdpBytes = wire::packet_bytes(wire::Opcode::kWrite, kMtuPayload);
+
+// One UDP frame host 0 -> host 1 on plane 0 with `udp_payload` bytes after
+// the headers: what the generators send.
+std::vector<uint8_t> host0_to_host1_frame(const lab::LabConfig& cfg, size_t udp_payload) {
+  std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + udp_payload);
+  wire::UdpFlow flow;
+  flow.src_mac = lab::host_mac(cfg, 0, 0);
+  flow.dst_mac = lab::host_mac(cfg, 1, 0);
+  flow.src_ip = lab::host_ip(cfg, 0, 0);
+  flow.dst_ip = lab::host_ip(cfg, 1, 0);
+  flow.src_port = 50000;
+  flow.dst_port = wire::kDefaultUdpPort;
+  wire::encode_udp_headers(frame, flow, wire::Ecn::kEct0, 0, udp_payload);
+  return frame;
+}
 
 emulator::LinkConfig all_impairments(double loss) {
   emulator::LinkConfig c;
@@ -162,15 +178,7 @@ ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, con
   }
   std::thread gen([&] {
     auto port = open_in(lab::host_netns(cfg.name, 0), port_config("afxdp", "p0", false, 0));
-    std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + 64);
-    wire::UdpFlow flow;
-    flow.src_mac = lab::host_mac(cfg, 0, 0);
-    flow.dst_mac = lab::host_mac(cfg, 1, 0);
-    flow.src_ip = lab::host_ip(cfg, 0, 0);
-    flow.dst_ip = lab::host_ip(cfg, 1, 0);
-    flow.src_port = 50000;
-    flow.dst_port = wire::kDefaultUdpPort;
-    wire::encode_udp_headers(frame, flow, wire::Ecn::kEct0, 0, 64);
+    const std::vector<uint8_t> frame = host0_to_host1_frame(cfg, 64);
     std::span<const uint8_t> burst[32];
     for (auto& f : burst) f = frame;
     const Nanos end = datapath::monotonic_ns() + static_cast<Nanos>(seconds * 1e9);
@@ -189,6 +197,61 @@ ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, con
   return r;
 }
 
+// ---------------------------------------------------------------- fabric node
+
+// The fabric node in the lab's fabric namespace, on its own thread: the
+// first `planes` planes, 10 us of delay and `loss` on the ECMP links, no rate
+// limit. The constructor returns once it runs (or throws why it could not);
+// the destructor stops it.
+class FabricThread {
+ public:
+  FabricThread(const lab::LabConfig& cfg, uint32_t planes, double loss) {
+    thread_ = std::thread([this, &cfg, planes, loss] {
+      try {
+        const std::string fab = lab::fabric_netns(cfg.name);
+        ScopedNetns in(fab);
+        std::vector<std::unique_ptr<Port>> owned;
+        std::vector<std::vector<Port*>> ports(planes, std::vector<Port*>(2));
+        for (uint32_t p = 0; p < planes; ++p)
+          for (uint32_t h = 0; h < 2; ++h) {
+            owned.push_back(open_in(fab, port_config("afxdp", lab::fabric_ifname(h, p), true, 0)));
+            ports[p][h] = owned.back().get();
+          }
+        datapath::FabricNode::Config c;
+        c.fabric.hosts = 2;
+        c.fabric.planes = planes;
+        c.fabric.port.prop_delay_ns = 0;
+        c.fabric.ecmp.prop_delay_ns = 10'000;
+        c.fabric.ecmp.loss_probability = loss;
+        for (uint32_t p = 0; p < planes; ++p) c.host_macs.push_back({lab::host_mac(cfg, 0, p), lab::host_mac(cfg, 1, p)});
+        c.frame_size = 2048;
+        datapath::FabricNode node(c, ports);
+        ready_ = true;
+        node.run(stop_, {});
+      } catch (const std::exception& e) {
+        error_ = e.what();
+        ready_ = true;
+      }
+    });
+    while (!ready_) std::this_thread::yield();
+    if (!error_.empty()) {
+      thread_.join();
+      throw std::runtime_error(error_);
+    }
+  }
+  ~FabricThread() {
+    stop_ = true;
+    thread_.join();
+  }
+  FabricThread(const FabricThread&) = delete;
+  FabricThread& operator=(const FabricThread&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false}, ready_{false};
+  std::string error_;
+  std::thread thread_;
+};
+
 // ---------------------------------------------------------------- goodput
 
 struct GoodputResult {
@@ -205,40 +268,8 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
                       uint32_t planes_used = 0) {
   const uint32_t P = cfg.planes;
   const uint32_t used = planes_used == 0 ? P : std::min(planes_used, P);
-  const std::string fab = lab::fabric_netns(cfg.name);
-  std::atomic<bool> stop_fabric{false}, stop_hosts{false}, fabric_ready{false};
-  std::string error;
-  std::thread fabric([&] {
-    try {
-      ScopedNetns in(fab);
-      std::vector<std::unique_ptr<Port>> owned;
-      std::vector<std::vector<Port*>> ports(P, std::vector<Port*>(2));
-      for (uint32_t p = 0; p < P; ++p)
-        for (uint32_t h = 0; h < 2; ++h) {
-          owned.push_back(open_in(fab, port_config("afxdp", lab::fabric_ifname(h, p), true, 0)));
-          ports[p][h] = owned.back().get();
-        }
-      datapath::FabricNode::Config c;
-      c.fabric.hosts = 2;
-      c.fabric.planes = P;
-      c.fabric.port.prop_delay_ns = 0;
-      c.fabric.ecmp.prop_delay_ns = 10'000;
-      c.fabric.ecmp.loss_probability = loss;
-      for (uint32_t p = 0; p < P; ++p) c.host_macs.push_back({lab::host_mac(cfg, 0, p), lab::host_mac(cfg, 1, p)});
-      c.frame_size = 2048;
-      datapath::FabricNode node(c, ports);
-      fabric_ready = true;
-      node.run(stop_fabric, {});
-    } catch (const std::exception& e) {
-      error = e.what();
-      fabric_ready = true;
-    }
-  });
-  while (!fabric_ready) std::this_thread::yield();
-  if (!error.empty()) {
-    fabric.join();
-    throw std::runtime_error(error);
-  }
+  std::atomic<bool> stop_hosts{false};
+  FabricThread fabric(cfg, P, loss);
   // Endpoints: one MetaRoCE connection with a path per plane, or one RoCEv2 QP per plane.
   transport::EndpointConfig ea, eb;
   ea.ip = lab::host_ip(cfg, 0, 0), ea.mac = lab::host_mac(cfg, 0, 0);
@@ -335,8 +366,6 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
   stop_hosts = true;
   ta.join();
   tb.join();
-  stop_fabric = true;
-  fabric.join();
   r.goodput_gbps = 8.0 * bytes_window / window / 1e9;
   for (uint32_t c : conns) r.retransmits += a.stats(c).retransmits;
   return r;
@@ -355,8 +384,8 @@ struct RawSendResult {
 // fabric node to a sink on host 1. What a transport could send per core if
 // it did nothing but hand the port frames.
 RawSendResult raw_sender(const lab::LabConfig& cfg, double seconds) {
-  const std::string fab = lab::fabric_netns(cfg.name);
-  std::atomic<bool> stop{false}, ready_sink{false}, ready_fabric{false};
+  FabricThread fabric(cfg, 1, 0.0);
+  std::atomic<bool> stop{false}, ready_sink{false};
   std::atomic<uint64_t> received{0};
   std::string error;
   std::thread sink([&] {
@@ -370,42 +399,13 @@ RawSendResult raw_sender(const lab::LabConfig& cfg, double seconds) {
       ready_sink = true;
     }
   });
-  std::thread fabric([&] {
-    try {
-      ScopedNetns in(fab);
-      auto a = open_in(fab, port_config("afxdp", lab::fabric_ifname(0, 0), true, 0));
-      auto b = open_in(fab, port_config("afxdp", lab::fabric_ifname(1, 0), true, 0));
-      datapath::FabricNode::Config c;
-      c.fabric.hosts = 2;
-      c.fabric.planes = 1;
-      c.fabric.port.prop_delay_ns = 0;
-      c.fabric.ecmp.prop_delay_ns = 10'000;
-      c.host_macs = {{lab::host_mac(cfg, 0, 0), lab::host_mac(cfg, 1, 0)}};
-      c.frame_size = 2048;
-      std::vector<std::vector<Port*>> ports{{a.get(), b.get()}};
-      datapath::FabricNode node(c, ports);
-      ready_fabric = true;
-      node.run(stop, {});
-    } catch (const std::exception& e) {
-      error = e.what();
-      ready_fabric = true;
-    }
-  });
-  while (!ready_sink || !ready_fabric) std::this_thread::yield();
+  while (!ready_sink) std::this_thread::yield();
   std::atomic<uint64_t> sent{0};
   uint64_t sent_in_window = 0;
   std::thread gen([&] {
     try {
       auto port = open_in(lab::host_netns(cfg.name, 0), port_config("afxdp", lab::host_ifname(0), false, 0));
-      std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + kDataPacketUdpBytes);
-      wire::UdpFlow flow;
-      flow.src_mac = lab::host_mac(cfg, 0, 0);
-      flow.dst_mac = lab::host_mac(cfg, 1, 0);
-      flow.src_ip = lab::host_ip(cfg, 0, 0);
-      flow.dst_ip = lab::host_ip(cfg, 1, 0);
-      flow.src_port = 50000;
-      flow.dst_port = wire::kDefaultUdpPort;
-      wire::encode_udp_headers(frame, flow, wire::Ecn::kEct0, 0, kDataPacketUdpBytes);
+      const std::vector<uint8_t> frame = host0_to_host1_frame(cfg, kDataPacketUdpBytes);
       std::span<const uint8_t> burst[32];
       for (auto& f : burst) f = frame;
       while (!stop) {
@@ -430,7 +430,6 @@ RawSendResult raw_sender(const lab::LabConfig& cfg, double seconds) {
   stop = true;
   gen.join();
   sink.join();
-  fabric.join();
   if (!error.empty()) throw std::runtime_error(error);
   RawSendResult r;
   r.offered_gbps = 8.0 * kMtuPayload * sent_in_window / window / 1e9;
@@ -454,54 +453,25 @@ TcpResult kernel_tcp(const lab::LabConfig& cfg, double loss, double seconds) {
     r.why_not = "iperf3 is not installed";
     return r;
   }
-  const std::string fab = lab::fabric_netns(cfg.name);
-  std::atomic<bool> stop{false}, ready{false};
-  std::string error;
-  std::thread fabric([&] {
-    try {
-      ScopedNetns in(fab);
-      std::vector<std::unique_ptr<Port>> owned;
-      std::vector<std::vector<Port*>> ports(1, std::vector<Port*>(2));
-      for (uint32_t h = 0; h < 2; ++h) {
-        owned.push_back(open_in(fab, port_config("afxdp", lab::fabric_ifname(h, 0), true, 0)));
-        ports[0][h] = owned.back().get();
-      }
-      datapath::FabricNode::Config c;
-      c.fabric.hosts = 2;
-      c.fabric.planes = 1;
-      c.fabric.port.prop_delay_ns = 0;
-      c.fabric.ecmp.prop_delay_ns = 10'000;
-      c.fabric.ecmp.loss_probability = loss;
-      c.host_macs = {{lab::host_mac(cfg, 0, 0), lab::host_mac(cfg, 1, 0)}};
-      c.frame_size = 2048;
-      datapath::FabricNode node(c, ports);
-      ready = true;
-      node.run(stop, {});
-    } catch (const std::exception& e) {
-      error = e.what();
-      ready = true;
-    }
-  });
-  while (!ready) std::this_thread::yield();
-  if (!error.empty()) {
-    fabric.join();
-    throw std::runtime_error(error);
-  }
+  std::optional<FabricThread> fabric;
+  fabric.emplace(cfg, 1, loss);
   const std::string h0 = lab::host_netns(cfg.name, 0), h1 = lab::host_netns(cfg.name, 1);
   const std::string server_ip = lab::ip_to_string(lab::host_ip(cfg, 1, 0));
   const std::string out = "/tmp/" + cfg.name + "-iperf3.json";
-  // One-shot server (-1) in host 1; the client in host 0 retries the connect
-  // while the server starts (iperf3 --connect-timeout bounds each attempt).
+  // One-shot server (-1) in host 1; the client starts once it listens (checked
+  // with ss, for at most 5 s), and retries a refused connect a few times.
   const std::string server = "ip netns exec " + h1 + " iperf3 -s -1 -p 5301 >/dev/null 2>&1 &";
   std::system(server.c_str());
+  const std::string listening = "ip netns exec " + h1 + " ss -Hltn 'sport = :5301' | grep -q .";
+  for (int i = 0; i < 50 && std::system(listening.c_str()) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a process we started, bounded
   int rc = 1;
-  for (int attempt = 0; attempt < 20 && rc != 0; ++attempt) {
+  for (int attempt = 0; attempt < 5 && rc != 0; ++attempt) {
     const std::string client = "ip netns exec " + h0 + " iperf3 -c " + server_ip + " -p 5301 -J --connect-timeout 500 -t " +
                                std::to_string(std::max(1, static_cast<int>(seconds))) + " > " + out + " 2>/dev/null";
     rc = std::system(client.c_str());
   }
-  stop = true;
-  fabric.join();
+  fabric.reset();
   std::system(("pkill -f 'iperf3 -s -1 -p 5301' >/dev/null 2>&1; true"));
   std::ifstream in(out);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
