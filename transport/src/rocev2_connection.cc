@@ -325,23 +325,23 @@ class RoceConnection final : public Connection {
     if (ctl_pending_ || ack_due_) return send_aeth(f);
     // Retransmission timer: no progress for an RTO -> go back to the oldest unacknowledged PSN.
     const Nanos timeout = rto_ << std::min<uint32_t>(backoff_, 8);
-    if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= timeout && !late_rto_deferred_ &&
-        timer_fired_late(last_progress_ + timeout, timeout, now, ep_.poll_lateness())) {
-      late_rto_deferred_ = true;
-      last_progress_ = now + late_timer_grace(srtt_, ep_.timer_granularity(), timeout) - timeout;
-      stats_.late_timeouts_deferred++;
-    }
     if (!error_ && psn_diff(psn_max_, psn_una_) > 0 && now - last_progress_ >= timeout) {
-      stats_.rtos++;
-      stats_.paths[0].rtos++;
-      ++backoff_;
-      if (++retries_ > cfg_.tuning.retry_limit) {
-        fail_head(WcStatus::kRetryExceeded);
-        return false;
+      if (!late_rto_deferred_ && timer_fired_late(last_progress_ + timeout, timeout, now, ep_.poll_lateness())) {
+        late_rto_deferred_ = true;
+        last_progress_ = now + late_timer_grace(srtt_, ep_.timer_granularity(), timeout) - timeout;
+        stats_.late_timeouts_deferred++;
+      } else {
+        stats_.rtos++;
+        stats_.paths[0].rtos++;
+        ++backoff_;
+        if (++retries_ > cfg_.tuning.retry_limit) {
+          fail_head(WcStatus::kRetryExceeded);
+          return false;
+        }
+        go_back(psn_una_);
+        last_progress_ = now;
+        late_rto_deferred_ = false;
       }
-      go_back(psn_una_);
-      last_progress_ = now;
-      late_rto_deferred_ = false;
     }
     if (now < resume_at_ || error_) return false;
     if (static_cast<uint32_t>(psn_diff(psn_next_, psn_una_)) >= cfg_.tuning.rocev2_window_packets) return false;
