@@ -138,11 +138,11 @@ class PathHealth {
     return poisson_tail(k, rate * n) < kEvidenceTail;
   }
 
-  // P(X >= k) for X ~ Poisson(lambda), k real: the regularized lower
+  // P(X >= k) for X ~ Poisson(lambda > 0), k real: the regularized lower
   // incomplete gamma P(k, lambda), by its series (converges fast for k > lambda;
   // 1 otherwise, which is all the caller needs).
   static double poisson_tail(double k, double lambda) {
-    if (k <= lambda || lambda <= 0) return k <= 0 ? 1.0 : (lambda <= 0 ? 0.0 : 1.0);
+    if (k <= lambda) return 1.0;
     double term = std::exp(k * std::log(lambda) - lambda - std::lgamma(k + 1));
     double sum = term;
     for (int i = 1; i < 200 && term > sum * 1e-12; ++i) {
