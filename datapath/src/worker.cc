@@ -186,30 +186,30 @@ bool EndpointWorker::step(Nanos now) {
       delay_->reschedule_top(v.deliver_at, pos);
     }
   }
-  // Transmit: the engine fills frames for planes whose port has room.
-  uint64_t ready = 0;
-  for (size_t p = 0; p < ports_.size() && p < 64; ++p)
-    if (ports_[p]->tx_ready() && (port_model_.empty() || port_model_[p].ready(emulator::kNicQueueBytes, now)))
-      ready |= 1ull << p;
-  if (ready) {
-    for (size_t i = 0; i < kBurst; ++i)
-      tx_frames_[i] = {tx_buffers_[i].data(), static_cast<uint32_t>(tx_buffers_[i].size()), 0, 0};
-    const size_t n = ep_.poll_tx(tx_frames_, ready, now);
-    for (size_t i = 0; i < n; ++i) {
-      work = true;
-      const transport::TxFrame& f = tx_frames_[i];
-      if (f.plane >= ports_.size()) continue;
-      if (!port_model_.empty()) port_model_[f.plane].submit({f.data, f.len}, now);
-      if (!delay_) {
-        stage(f.plane, {f.data, f.len});
-        continue;
-      }
-      emulator::FramePosition pos;
-      pos.plane = f.plane;
-      pos.hop = emulator::Hop::kUplink;  // marks "egress"
-      hold(*delay_, now, {f.data, f.len}, pos, stats_);
+  // Transmit: the engine fills frames for planes whose port has room, asked
+  // again before every frame (a NIC takes descriptors only while it has room).
+  const auto ready_planes = [&] {
+    uint64_t ready = 0;
+    for (size_t p = 0; p < ports_.size() && p < 64; ++p)
+      if (ports_[p]->tx_ready() && (port_model_.empty() || port_model_[p].ready(emulator::kNicQueueBytes, now)))
+        ready |= 1ull << p;
+    return ready;
+  };
+  for (size_t i = 0; i < kBurst; ++i)
+    tx_frames_[i] = {tx_buffers_[i].data(), static_cast<uint32_t>(tx_buffers_[i].size()), 0, 0};
+  const size_t sent = ep_.poll_tx_paced(tx_frames_, now, ready_planes, [&](const transport::TxFrame& f) {
+    if (f.plane >= ports_.size()) return;
+    if (!port_model_.empty()) port_model_[f.plane].submit({f.data, f.len}, now);
+    if (!delay_) {
+      stage(f.plane, {f.data, f.len});
+      return;
     }
-  }
+    emulator::FramePosition pos;
+    pos.plane = f.plane;
+    pos.hop = emulator::Hop::kUplink;  // marks "egress"
+    hold(*delay_, now, {f.data, f.len}, pos, stats_);
+  });
+  if (sent > 0) work = true;
   flush_staged();
   // A paced plane that is full wakes the worker when its port model drains.
   port_ready_at_ = transport::kNever;

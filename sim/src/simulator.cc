@@ -111,25 +111,24 @@ void Simulator::service(int host) {
   transport::TxFrame burst[kBurst];
   uint32_t slots[kBurst];
   const size_t planes = fabric_.planes();
-  while (true) {
+  const auto ready_planes = [&] {
     uint64_t ready = 0;
     for (size_t p = 0; p < planes; ++p)
       if (fabric_.egress_ready(host, static_cast<uint8_t>(p), now_)) ready |= 1ull << p;
-    if (ready == 0) break;
+    return ready;
+  };
+  while (true) {
     for (size_t i = 0; i < kBurst; ++i) {
       slots[i] = alloc_packet();
       burst[i] = {packets_[slots[i]].data.data(), static_cast<uint32_t>(packets_[slots[i]].data.size()), 0, 0};
     }
-    const size_t n = ep.poll_tx({burst, kBurst}, ready, now_);
-    for (size_t i = 0; i < kBurst; ++i) {
-      if (i >= n) {
-        free_packets_.push_back(slots[i]);
-        continue;
-      }
-      Packet& pk = packets_[slots[i]];
-      pk.len = burst[i].len;
-      route(slots[i], fabric_.forward(host, burst[i].plane, {pk.data.data(), pk.len}, now_));
-    }
+    size_t sent = 0;
+    const size_t n = ep.poll_tx_paced({burst, kBurst}, now_, ready_planes, [&](const transport::TxFrame& f) {
+      Packet& pk = packets_[slots[sent]];
+      pk.len = f.len;
+      route(slots[sent++], fabric_.forward(host, f.plane, {pk.data.data(), pk.len}, now_));
+    });
+    for (size_t i = n; i < kBurst; ++i) free_packets_.push_back(slots[i]);
     if (n < kBurst) break;
   }
   Nanos next = ep.next_deadline();

@@ -111,5 +111,63 @@ TEST(RoCEv2, AStaleSequenceNakChangesNothing) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// A NIC takes descriptors only while its queue has room: poll_tx_paced asks
+// before every frame, so a connection that could fill a whole burst (a large
+// WRITE after a go-back-N) puts no more than the queue's room plus one frame
+// on its plane. One readiness check for the whole burst let 32 frames through.
+TEST(RoCEv2, PacedPollStopsAtTheQueueLimit) {
+  Harness h(uniform_planes(1));
+  const ConnPair conn = h.connect_rocev2(0);
+  Buffer& src = h.alloc(kA, 256 * 1024, mt::kAccessLocalWrite, "src");
+  Buffer& dst = h.alloc(kB, 256 * 1024, mt::kAccessRemoteWrite, "dst");
+  mt::WorkRequest wr;
+  wr.wr_id = 1;
+  wr.local_addr = src.addr(0);
+  wr.lkey = src.key;
+  wr.remote_addr = dst.addr(0);
+  wr.rkey = dst.key;
+  wr.length = 256 * 1024;
+  ASSERT_EQ(h.post(kA, conn.a, 0, wr), PostError::kOk);
+  constexpr uint64_t kRoom = 8 * 1024;
+  std::vector<std::vector<uint8_t>> buffers(32, std::vector<uint8_t>(metaroce::wire::kMaxFrameBytes));
+  std::vector<mt::TxFrame> burst(32);
+  for (size_t i = 0; i < burst.size(); ++i) burst[i] = {buffers[i].data(), static_cast<uint32_t>(buffers[i].size()), 0, 0};
+  uint64_t queued = 0, asked = 0;
+  const size_t n = h.ep(kA).poll_tx_paced(
+      burst, h.sim().now(),
+      [&] {
+        ++asked;
+        return queued < kRoom ? uint64_t{1} : uint64_t{0};
+      },
+      [&](const mt::TxFrame& f) { queued += f.len; });
+  ASSERT_GT(n, 1u);
+  EXPECT_LT(n, burst.size()) << "the burst was filled past the queue's room";
+  EXPECT_GE(queued, kRoom);
+  EXPECT_LT(queued - burst[n - 1].len, kRoom) << "a frame was taken after the queue was full";
+  EXPECT_EQ(asked, n + 1) << "readiness is asked before every frame, and once more to stop";
+}
+
+// The simulator's hosts send through poll_tx_paced: go-back-N under 5% loss
+// keeps the round trip it has without loss (the NIC queue stays at its limit),
+// instead of adding up to a burst of frames to it after every rewind (then
+// 1.0-1.25 ms against 0.87 ms at 200 Mb/s).
+TEST(RoCEv2, GoBackNUnderLossKeepsTheLosslessRoundTrip) {
+  double srtt[2] = {};
+  const double losses[2] = {0.0, 0.05};
+  for (int i = 0; i < 2; ++i) {
+    Harness h(uniform_planes(1, make_link(200e6, 5 * kUs, {.loss = losses[i]})), 4242);
+    const ConnPair conn = h.connect_rocev2(0);
+    Traffic t(h, conn, 1, 8);
+    for (int m = 0; m < 24; ++m) t.add(Verb::kWrite, 0, 64 * 1024, 0);
+    t.start();
+    ASSERT_TRUE(h.run_until([&] { return t.done(); }, 5000 * kMs)) << t.completed() << "/" << t.total();
+    t.check();
+    srtt[i] = h.ep(kA).stats(conn.a).paths[0].srtt_ns;
+    if (i == 1) EXPECT_GT(h.ep(kA).stats(conn.a).go_back_n, 10u);
+  }
+  ASSERT_GT(srtt[0], 0);
+  EXPECT_LT(srtt[1], 1.05 * srtt[0]) << "srtt " << srtt[1] << " ns at 5% loss against " << srtt[0] << " ns without";
+}
+
 }  // namespace
 }  // namespace engine_test
