@@ -239,7 +239,10 @@ TEST(RoCEv2Errors, DeadPathFailsWithRetryExceeded) {
   Buffer& dst = h.alloc(kB, 4096, mt::kAccessRemoteWrite, "dst");
   h.fabric().set_plane_up(0, false);
   ASSERT_EQ(h.post(kA, conn.a, 0, wr_write(1, src, dst, 4096)), PostError::kOk);
-  ASSERT_TRUE(h.run_until([&] { return !h.completions(kA).empty(); }, 2000 * kMs))
+  // Never an RTT sample: the timer starts at initial_rto_ns (10 ms) and backs
+  // off to 2^8 of it: 10 ms x (1 + 2 + ... + 256) + 7 x 2.56 s = 23 s for the
+  // 16 retries of retry_limit.
+  ASSERT_TRUE(h.run_until([&] { return !h.completions(kA).empty(); }, 30'000 * kMs))
       << "RoCEv2 WR on a dead path never completed (" << h.ep(kA).stats(conn.a).rtos << " RTOs)";
   EXPECT_EQ(h.completions(kA)[0].status, WcStatus::kRetryExceeded);
 }

@@ -102,8 +102,8 @@ struct TransportTuning {
   // (16 packets of 4 KiB take 2 ms to serialise at 250 Mb/s), so a timer at
   // min_rto_ns fires on every path at start. RFC 6298 uses 1 s; a data-centre
   // first flight takes well under this, and only a path whose whole first
-  // flight is lost waits it out. MetaRoCE only: the RoCEv2 baseline starts at
-  // min_rto_ns, as a NIC's configured local ACK timeout does.
+  // flight is lost waits it out. Both transports (RoCEv2's timer follows
+  // the measured RTT too once it has a sample).
   Nanos initial_rto_ns = 10'000'000;
   Nanos max_rto_ns = 50'000'000;
   Nanos min_pto_ns = 20'000;           // tail-loss probe after max(2 x srtt, this) without ACKs
