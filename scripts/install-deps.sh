@@ -8,6 +8,8 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
   # datapath and control plane (detected at configure time, reported if absent)
   libdpdk-dev libxdp-dev libbpf-dev clang llvm iproute2 iputils-ping iperf3 ethtool
+  # packets: tshark checks the Wireshark dissector (wireshark/metaroce.lua)
+  tshark
   # containers: podman on a locally built Debian base (containers/build-image.sh)
   podman mmdebstrap runc uidmap
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc

@@ -1,0 +1,66 @@
+// pcapng writer (draft-ietf-opsawg-pcapng): one Section Header Block, one
+// Interface Description Block per port (Ethernet, nanosecond timestamps, a
+// snap length), then one Enhanced Packet Block per frame, optionally with a
+// comment (opt_comment) such as the emulator's verdict on that frame.
+//
+// Blocks are written little-endian (the byte-order magic tells readers so).
+// Writing never throws and never blocks the caller on a full disk forever: a
+// failed write is counted (frames_not_written) and later frames still try.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace metaroce::capture {
+
+inline constexpr uint16_t kLinkTypeEthernet = 1;
+inline constexpr uint32_t kDefaultSnapLength = 65535;
+
+struct PcapngInterface {
+  std::string name;          // if_name, e.g. "plane0" or "h0/plane1 after emulator"
+  uint32_t snap_length = kDefaultSnapLength;  // frames are cut to this many bytes
+};
+
+struct PcapngCounters {
+  uint64_t frames_written = 0;
+  uint64_t bytes_written = 0;       // file bytes, headers included
+  uint64_t frames_truncated = 0;    // longer than their interface's snap length
+  uint64_t frames_not_written = 0;  // the file refused them (disk full, I/O error)
+};
+
+class PcapngWriter {
+ public:
+  // Opens (truncates) path and writes the section header and one interface
+  // description per entry. ok() is false, and error() says why, when the file
+  // cannot be opened or the interface list is empty.
+  PcapngWriter(const std::string& path, std::vector<PcapngInterface> interfaces, std::string_view application);
+  ~PcapngWriter();
+  PcapngWriter(const PcapngWriter&) = delete;
+  PcapngWriter& operator=(const PcapngWriter&) = delete;
+
+  bool ok() const { return file_ != nullptr && error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  // One frame on interface `interface` (index into the constructor's list) at
+  // time_ns (nanoseconds since the Unix epoch, or any origin the reader is told
+  // about). comment may be empty. Returns false if the frame was not written.
+  bool write(uint32_t interface, uint64_t time_ns, std::span<const uint8_t> frame, std::string_view comment = {});
+  bool flush();
+
+  const PcapngCounters& counters() const { return counters_; }
+
+ private:
+  bool put(const std::vector<uint8_t>& block);
+
+  std::FILE* file_ = nullptr;
+  std::string error_;
+  std::vector<PcapngInterface> interfaces_;
+  std::vector<uint8_t> block_;  // reused per frame: no allocation once grown
+  PcapngCounters counters_;
+};
+
+}  // namespace metaroce::capture

@@ -1,0 +1,97 @@
+// PcapngWriter: the file is valid pcapng block by block (read back here by a
+// minimal reader, and by tshark in wireshark.dissector), frames longer than
+// the snap length are cut and counted, and an unwritable path is an error.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "metaroce/capture/pcapng.h"
+
+namespace {
+
+namespace mc = metaroce::capture;
+
+uint32_t u32(const std::vector<uint8_t>& b, size_t at) {
+  return b[at] | b[at + 1] << 8 | b[at + 2] << 16 | static_cast<uint32_t>(b[at + 3]) << 24;
+}
+uint16_t u16(const std::vector<uint8_t>& b, size_t at) { return static_cast<uint16_t>(b[at] | b[at + 1] << 8); }
+
+struct Block {
+  uint32_t type;
+  size_t at, length;
+};
+
+std::vector<Block> blocks(const std::vector<uint8_t>& file) {
+  std::vector<Block> out;
+  size_t at = 0;
+  while (at + 12 <= file.size()) {
+    const uint32_t type = u32(file, at);
+    const uint32_t total = u32(file, at + 4);
+    EXPECT_EQ(total % 4, 0u) << "block at " << at << " is not 32-bit aligned";
+    EXPECT_LE(at + total, file.size());
+    EXPECT_EQ(u32(file, at + total - 4), total) << "trailing length differs at " << at;
+    out.push_back({type, at, total});
+    at += total;
+  }
+  EXPECT_EQ(at, file.size());
+  return out;
+}
+
+TEST(Pcapng, BlocksFramesCommentsAndSnapLength) {
+  const std::string path = ::testing::TempDir() + "/pcapng_test.pcapng";
+  std::vector<uint8_t> big(300, 0xAB), small(61, 0x11);
+  {
+    mc::PcapngWriter w(path, {{"plane0", 65535}, {"plane1 after emulator", 128}}, "test");
+    ASSERT_TRUE(w.ok()) << w.error();
+    EXPECT_TRUE(w.write(0, 1'000'000'123ull, small));
+    EXPECT_TRUE(w.write(1, 2'000'000'000ull, big, "dropped: random loss"));
+    EXPECT_FALSE(w.write(2, 0, small)) << "no interface 2";
+    EXPECT_EQ(w.counters().frames_written, 2u);
+    EXPECT_EQ(w.counters().frames_truncated, 1u);
+    EXPECT_EQ(w.counters().frames_not_written, 1u);
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto b = blocks(file);
+  ASSERT_EQ(b.size(), 5u);  // SHB, 2 IDB, 2 EPB
+  EXPECT_EQ(b[0].type, 0x0A0D0D0Au);
+  EXPECT_EQ(u32(file, b[0].at + 8), 0x1A2B3C4Du);
+  EXPECT_EQ(b[1].type, 1u);
+  EXPECT_EQ(u16(file, b[1].at + 8), mc::kLinkTypeEthernet);
+  EXPECT_EQ(u32(file, b[2].at + 12), 128u) << "snap length of interface 1";
+  // EPB: interface, timestamp high/low (ns), captured and original length, data.
+  const size_t e0 = b[3].at, e1 = b[4].at;
+  EXPECT_EQ(b[3].type, 6u);
+  EXPECT_EQ(u32(file, e0 + 8), 0u);
+  EXPECT_EQ((static_cast<uint64_t>(u32(file, e0 + 12)) << 32) | u32(file, e0 + 16), 1'000'000'123ull);
+  EXPECT_EQ(u32(file, e0 + 20), 61u);
+  EXPECT_EQ(u32(file, e0 + 24), 61u);
+  EXPECT_EQ(file[e0 + 28], 0x11);
+  EXPECT_EQ(u32(file, e1 + 8), 1u);
+  EXPECT_EQ(u32(file, e1 + 20), 128u) << "cut to the snap length";
+  EXPECT_EQ(u32(file, e1 + 24), 300u) << "original length kept";
+  // The comment option follows the padded data.
+  const size_t opt = e1 + 28 + 128;
+  EXPECT_EQ(u16(file, opt), 1u);
+  ASSERT_EQ(u16(file, opt + 2), std::strlen("dropped: random loss"));
+  EXPECT_EQ(std::string(file.begin() + static_cast<long>(opt + 4), file.begin() + static_cast<long>(opt + 24)),
+            "dropped: random loss");
+  std::remove(path.c_str());
+}
+
+TEST(Pcapng, UnwritablePathAndNoInterfaceAreErrors) {
+  mc::PcapngWriter a("/nonexistent-dir/x.pcapng", {{"p", 100}}, "test");
+  EXPECT_FALSE(a.ok());
+  EXPECT_NE(a.error().find("/nonexistent-dir/x.pcapng"), std::string::npos) << a.error();
+  EXPECT_FALSE(a.write(0, 0, std::vector<uint8_t>(10)));
+  EXPECT_EQ(a.counters().frames_not_written, 1u);
+  mc::PcapngWriter b(::testing::TempDir() + "/none.pcapng", {}, "test");
+  EXPECT_FALSE(b.ok());
+  EXPECT_NE(b.error().find("interface"), std::string::npos);
+}
+
+}  // namespace
