@@ -5,7 +5,9 @@
    text; every frame is decoded as MetaRoCE, none is flagged, every CRC32C is Good.
 2. malformed.pcapng: every frame is flagged with an error (one per check of spec
    section 10), the detail view equals the golden text, and no Lua error occurs.
-3. rocev2.pcapng: Wireshark's own InfiniBand dissector decodes every RoCEv2
+3. mutated.pcapng: 500 randomly changed packets are all dissected, without a
+   Lua error.
+4. rocev2.pcapng: Wireshark's own InfiniBand dissector decodes every RoCEv2
    frame of the baseline without a malformed or warning flag, and each frame's
    ICRC, recomputed here from the spec's definition (independently of the
    project's C++), matches the stored one.
@@ -83,6 +85,11 @@ def main():
         fail("%d of %d malformed frames flagged with an error" % (flagged, bad))
     golden_check("malformed.pcapng", "malformed.txt")
     print("malformed.pcapng: %d of %d frames flagged, golden text equal" % (flagged, bad))
+
+    mutated = count("mutated.pcapng", "frame")
+    if count("mutated.pcapng", "metaroce") != mutated:
+        fail("the dissector did not decode every mutated frame")
+    print("mutated.pcapng: %d randomly changed frames dissected without a Lua error" % mutated)
 
     roce = count("rocev2.pcapng", "frame", lua_script=False)
     if count("rocev2.pcapng", "infiniband", lua_script=False) != roce:

@@ -5,6 +5,7 @@
 //   malformed.pcapng  one frame per decoder check of spec section 10, each
 //                     broken in exactly that way (the dissector must flag it)
 //   rocev2.pcapng     the RoCEv2 baseline's frames (Wireshark's own dissector)
+//   mutated.pcapng    the well-formed samples with random bytes changed (seeded)
 // Usage: make_sample_pcaps OUT_DIR
 #include <cstdio>
 #include <cstdlib>
@@ -312,6 +313,29 @@ std::vector<Sample> rocev2_samples() {
   return s;
 }
 
+// Every well-formed sample with 1-4 random bytes changed and, one time in
+// four, cut short: the dissector must survive all of them (no Lua error).
+std::vector<Sample> mutated_samples() {
+  std::vector<Sample> out;
+  uint64_t state = 0x9E3779B97F4A7C15ull;  // fixed seed: the same file every run
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const std::vector<Sample> base = metaroce_samples();
+  for (int round = 0; round < 25; ++round)
+    for (const Sample& s : base) {
+      Bytes p = udp_payload_of(s.frame);
+      const int changes = 1 + static_cast<int>(next() % 4);
+      for (int c = 0; c < changes; ++c) p[next() % p.size()] = static_cast<uint8_t>(next());
+      if (next() % 4 == 0) p.resize(1 + next() % (p.size() - 1));  // empty UDP payloads reach no dissector
+      out.push_back({reframe(p, next() % 2 == 0), "mutated: " + s.comment});
+    }
+  return out;
+}
+
 bool write(const std::string& path, const std::vector<Sample>& samples) {
   metaroce::capture::PcapngWriter out(path, {{"sample", metaroce::capture::kDefaultSnapLength}},
                                       "metaroce-testbed make_sample_pcaps");
@@ -337,6 +361,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const bool ok = write(dir + "/metaroce.pcapng", metaroce_samples()) &&
                   write(dir + "/malformed.pcapng", malformed_samples()) &&
-                  write(dir + "/rocev2.pcapng", rocev2_samples());
+                  write(dir + "/rocev2.pcapng", rocev2_samples()) &&
+                  write(dir + "/mutated.pcapng", mutated_samples());
   return ok ? 0 : 1;
 }
