@@ -30,6 +30,10 @@ void add_scenario_commands(CLI::App& app, Context& ctx) {
   scenario_run->add_option("--out", scenario_flags.out, "report directory (report.json, timeseries.csv, report.html)")
       ->capture_default_str();
   scenario_run->add_flag("--sim", scenario_flags.sim, "run in the simulator (virtual time, same transport and emulator)");
+  scenario_run->add_option("--threads", scenario_flags.sim_threads,
+                           "simulator: independent runs at once (0: one per core; the report is the same)")
+      ->check(CLI::Range(0u, 256u))
+      ->capture_default_str();
   scenario_run->add_option("--host", scenario_flags.host_overrides, "NAME=ADDRESS: override a host's daemon address");
   scenario_run->add_option("--fabric", scenario_flags.fabric_override, "override the fabric daemon's address");
   scenario_run->footer(scenario_run->get_footer() + R"(
@@ -56,6 +60,10 @@ The scenario format is documented in docs/scenarios.md.)");
   sweep->add_option("--to", sweep_flags.to, "live: receiving daemon address");
   sweep->add_option("--fabric", sweep_flags.fabric, "live: fabric daemon address");
   sweep->add_flag("--sim", sweep_flags.sim, "run in the simulator");
+  sweep->add_option("--threads", sweep_flags.sim_threads,
+                    "simulator: sweep points at once (0: one per core; the report is the same)")
+      ->check(CLI::Range(0u, 256u))
+      ->capture_default_str();
   sweep->add_option("--out", sweep_flags.out, "report directory")->capture_default_str();
   sweep->add_option("--seed", sweep_flags.seed, "seed")->capture_default_str();
 }

@@ -81,12 +81,12 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
   return kExitOk;
 }
 
-ms::Report run(const ms::Scenario& s, bool sim, const ClientOptions& options, bool json) {
+ms::Report run(const ms::Scenario& s, bool sim, unsigned sim_threads, const ClientOptions& options, bool json) {
   if (auto e = ms::check_runnable(s, !sim); !e.empty()) throw UsageError(e);
   auto progress = [json](const std::string& line) { std::fprintf(json ? stderr : stdout, "%s\n", line.c_str()); };
   std::fprintf(json ? stderr : stdout, "%s: %s (%s)\n", s.name.c_str(), s.description.c_str(),
                sim ? "simulator, virtual time" : "live daemons");
-  return sim ? ms::run_scenario_sim(s, progress) : run_scenario_live(s, options, progress);
+  return sim ? ms::run_scenario_sim(s, progress, sim_threads) : run_scenario_live(s, options, progress);
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
 
 int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& options, bool json) {
   const ms::Scenario s = load(f);
-  return finish(run(s, f.sim, options, json), f.out, json);
+  return finish(run(s, f.sim, f.sim_threads, options, json), f.out, json);
 }
 
 int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json) {
@@ -151,7 +151,7 @@ int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json) {
   std::string err;
   auto s = ms::parse_scenario_yaml(yaml, "metarocectl sweep", &err);
   if (!s) throw UsageError(err);
-  return finish(run(*s, f.sim, options, json), f.out, json);
+  return finish(run(*s, f.sim, f.sim_threads, options, json), f.out, json);
 }
 
 }  // namespace metarocectl

@@ -12,6 +12,7 @@ struct ScenarioFlags {
   std::string file;
   std::string out = "out/scenario";
   bool sim = false;
+  unsigned sim_threads = 0;                 // simulator: runs at once (0: one per core)
   std::vector<std::string> host_overrides;  // NAME=ADDRESS
   std::string fabric_override;
 };
@@ -23,6 +24,7 @@ struct SweepFlags {
   uint32_t planes = 4;
   std::string from, to, fabric;              // daemon addresses (live)
   bool sim = false;
+  unsigned sim_threads = 0;                  // simulator: runs at once (0: one per core)
   std::string out = "out/sweep";
   uint64_t seed = 1;
 };

@@ -4,10 +4,15 @@
 #include "metaroce/emulator/fabric.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace metaroce::scenario {
 
@@ -213,11 +218,61 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
   return out;
 }
 
-Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress) {
-  if (const std::string e = check_runnable(s, backend.mode() == "live"); !e.empty()) throw std::invalid_argument(e);
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
+namespace {
+
+// One planned run through one backend: its results (the engine's columns
+// added), and its progress lines through say.
+std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend& backend, const Progress& say) {
+  say("run " + std::to_string(plan.index) + "/" + std::to_string(plan.count) + ": " + plan.label + " (" +
+      std::to_string(plan.jobs.size()) + (plan.jobs.size() > 1 ? " jobs" : " job") + ")");
+  backend.prepare(plan);
+  backend.start_jobs(plan);
+  backend.start_timeline(plan);
+
+  // Interval by interval to the duration, then (live) on until every job has drained.
+  std::vector<FabricSample> samples{backend.sample_fabric()};
+  bool stop_sent = false;
+  Nanos t = 0;
+  for (size_t k = 0;; ++k) {
+    t = k < plan.sample_at_ns.size() ? plan.sample_at_ns[k] : t + s.interval_ns;
+    const bool done = backend.run_until(t);
+    samples.push_back(backend.sample_fabric());
+    if (backend.real_time()) {
+      const FabricSample &cur = samples.back(), &prev = samples[samples.size() - 2];
+      const double dt = std::max(1e-9, cur.clock_s - prev.clock_s);
+      double bytes = 0;
+      std::string loads;
+      for (size_t p = 0; p < cur.plane_bytes.size() && p < prev.plane_bytes.size(); ++p) {
+        const double b = cur.plane_bytes[p] - prev.plane_bytes[p];
+        bytes += b;
+        loads += " " + fixed(100.0 * std::min(1.0, b * 8 / dt / plan.link_rate_bps), 0) + "%";
+      }
+      say("  " + fixed(cur.t_s, 2) + " s  fabric " + fixed(bytes * 8 / dt / 1e9, 3) + " Gb/s  plane load" + loads +
+          "  queue " + fixed(cur.queue_bytes, 0) + " B");
+    }
+    if (done) break;
+    if (!stop_sent && t > s.duration_ns + kDrainGraceNs) {
+      stop_sent = true;
+      backend.stop_jobs();
+      say("  jobs still running " + fixed(static_cast<double>(kDrainGraceNs) / 1e9, 0) +
+          " s after their duration: stopped");
+    }
+  }
+
+  std::vector<RunResult> results = backend.results(plan);
+  for (RunResult& rr : results) {
+    rr.sweep_parameter = plan.sweep_parameter;
+    rr.sweep_value = plan.sweep_value;
+    add_fabric_columns(samples, plan.planes, plan.link_rate_bps, &rr);
+    rr.events.clear();
+    for (const FaultEvent& e : s.timeline) rr.events.emplace_back(static_cast<double>(e.at_ns) / 1e9, e.label);
+    say("  " + rr.job + ": " + rr.state + " " + fixed(rr.goodput_bps / 1e9, 3) + " Gb/s, " +
+        std::to_string(rr.retransmits) + " retransmits, verification " + rr.verification);
+  }
+  return results;
+}
+
+Report report_header(const Scenario& s, const Backend& backend) {
   Report report;
   report.scenario_name = s.name;
   report.description = s.description;
@@ -230,55 +285,67 @@ Report run_scenario(const Scenario& s, Backend& backend, const Progress& progres
   report.planes = backend.planes();
   report.plane_rate_bps = s.link_rate_bps();
   report.duration_s = static_cast<double>(s.duration_ns) / 1e9;
+  return report;
+}
 
-  for (const RunPlan& plan : plan_scenario(s)) {
-    say("run " + std::to_string(plan.index) + "/" + std::to_string(plan.count) + ": " + plan.label + " (" +
-        std::to_string(plan.jobs.size()) + (plan.jobs.size() > 1 ? " jobs" : " job") + ")");
-    backend.prepare(plan);
-    backend.start_jobs(plan);
-    backend.start_timeline(plan);
+}  // namespace
 
-    // Interval by interval to the duration, then (live) on until every job has drained.
-    std::vector<FabricSample> samples{backend.sample_fabric()};
-    bool stop_sent = false;
-    Nanos t = 0;
-    for (size_t k = 0;; ++k) {
-      t = k < plan.sample_at_ns.size() ? plan.sample_at_ns[k] : t + s.interval_ns;
-      const bool done = backend.run_until(t);
-      samples.push_back(backend.sample_fabric());
-      if (backend.real_time()) {
-        const FabricSample &cur = samples.back(), &prev = samples[samples.size() - 2];
-        const double dt = std::max(1e-9, cur.clock_s - prev.clock_s);
-        double bytes = 0;
-        std::string loads;
-        for (size_t p = 0; p < cur.plane_bytes.size() && p < prev.plane_bytes.size(); ++p) {
-          const double b = cur.plane_bytes[p] - prev.plane_bytes[p];
-          bytes += b;
-          loads += " " + fixed(100.0 * std::min(1.0, b * 8 / dt / plan.link_rate_bps), 0) + "%";
-        }
-        say("  " + fixed(cur.t_s, 2) + " s  fabric " + fixed(bytes * 8 / dt / 1e9, 3) + " Gb/s  plane load" + loads +
-            "  queue " + fixed(cur.queue_bytes, 0) + " B");
+Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress) {
+  if (const std::string e = check_runnable(s, backend.mode() == "live"); !e.empty()) throw std::invalid_argument(e);
+  const Progress say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  Report report = report_header(s, backend);
+  for (const RunPlan& plan : plan_scenario(s))
+    for (RunResult& rr : run_plan(s, plan, backend, say)) report.runs.push_back(std::move(rr));
+  report.assertions = evaluate_assertions(s, report.runs);
+  return report;
+}
+
+Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backend, unsigned workers,
+                             const Progress& progress) {
+  std::unique_ptr<Backend> first = make_backend();
+  if (workers <= 1 || first->real_time()) return run_scenario(s, *first, progress);
+  if (const std::string e = check_runnable(s, first->mode() == "live"); !e.empty()) throw std::invalid_argument(e);
+  Report report = report_header(s, *first);
+  const std::vector<RunPlan> plans = plan_scenario(s);
+  std::vector<std::vector<RunResult>> results(plans.size());
+  std::vector<std::vector<std::string>> lines(plans.size());
+  std::vector<char> done(plans.size(), 0);
+  std::atomic<size_t> next{0};
+  std::mutex print;  // guards done, printed and the progress callback
+  size_t printed = 0;
+  std::exception_ptr failure;
+  // Each thread owns a backend and takes whole runs; a run's lines are held
+  // back until every earlier run has printed, so the output reads as a
+  // sequential run's does.
+  const auto work = [&](Backend& backend) {
+    for (size_t i; (i = next.fetch_add(1)) < plans.size();) {
+      try {
+        results[i] = run_plan(s, plans[i], backend, [&, i](const std::string& l) { lines[i].push_back(l); });
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(print);
+        if (!failure) failure = std::current_exception();
+        next = plans.size();
       }
-      if (done) break;
-      if (!stop_sent && t > s.duration_ns + kDrainGraceNs) {
-        stop_sent = true;
-        backend.stop_jobs();
-        say("  jobs still running " + fixed(static_cast<double>(kDrainGraceNs) / 1e9, 0) +
-            " s after their duration: stopped");
-      }
+      std::lock_guard<std::mutex> lock(print);
+      done[i] = 1;
+      for (; printed < plans.size() && done[printed]; ++printed)
+        if (progress)
+          for (const std::string& l : lines[printed]) progress(l);
     }
-
-    for (RunResult& rr : backend.results(plan)) {
-      rr.sweep_parameter = plan.sweep_parameter;
-      rr.sweep_value = plan.sweep_value;
-      add_fabric_columns(samples, plan.planes, plan.link_rate_bps, &rr);
-      rr.events.clear();
-      for (const FaultEvent& e : s.timeline) rr.events.emplace_back(static_cast<double>(e.at_ns) / 1e9, e.label);
-      say("  " + rr.job + ": " + rr.state + " " + fixed(rr.goodput_bps / 1e9, 3) + " Gb/s, " +
-          std::to_string(rr.retransmits) + " retransmits, verification " + rr.verification);
-      report.runs.push_back(std::move(rr));
-    }
-  }
+  };
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(first));
+  const unsigned n = std::min<unsigned>(workers, static_cast<unsigned>(plans.size()));
+  for (unsigned w = 1; w < n; ++w) backends.push_back(make_backend());
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < n; ++w) threads.emplace_back(work, std::ref(*backends[w]));
+  work(*backends[0]);
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (std::vector<RunResult>& r : results)
+    for (RunResult& rr : r) report.runs.push_back(std::move(rr));
   report.assertions = evaluate_assertions(s, report.runs);
   return report;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/scenario.h"
@@ -396,9 +397,9 @@ class SimBackend final : public Backend {
 
 }  // namespace
 
-Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress) {
-  SimBackend backend(s);
-  return run_scenario(s, backend, progress);
+Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress, unsigned workers) {
+  if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
+  return run_scenario_parallel(s, [&s] { return std::make_unique<SimBackend>(s); }, workers, progress);
 }
 
 }  // namespace metaroce::scenario

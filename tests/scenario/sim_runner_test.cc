@@ -207,9 +207,17 @@ timeline:
   - {at: 1500ms, action: flap, plane: 1, period: 0}
 )";
   const Scenario s = parse(yaml);
-  const Report a = run_scenario_sim(s), b = run_scenario_sim(s);
+  const Report a = run_scenario_sim(s, {}, 1), b = run_scenario_sim(s, {}, 1);
   ASSERT_EQ(a.runs.size(), b.runs.size());
   for (size_t i = 0; i < a.runs.size(); ++i) EXPECT_TRUE(same_run(a.runs[i], b.runs[i])) << a.runs[i].job;
+  // Runs at once on several threads: the same report, bit for bit, and the
+  // progress lines in the same order as one thread prints them.
+  std::vector<std::string> one, three;
+  Report a1 = run_scenario_sim(s, [&](const std::string& l) { one.push_back(l); }, 1);
+  Report a3 = run_scenario_sim(s, [&](const std::string& l) { three.push_back(l); }, 3);
+  a1.started_at = a3.started_at = "";
+  EXPECT_EQ(report_json(a1), report_json(a3));
+  EXPECT_EQ(one, three);
   EXPECT_GT(a.runs[0].retransmits, 0u);
   EXPECT_TRUE(a.runs[0].verified) << a.runs[0].verification;
   // Another seed, another run.

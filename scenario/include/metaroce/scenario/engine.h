@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,5 +139,13 @@ constexpr Nanos kDrainGraceNs = 10'000'000'000;
 // the assertions. progress (may be empty) gets a line per run and, for a
 // real-time backend, a line per interval.
 Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress = {});
+
+// The same with up to `workers` runs at once, each on its own backend from
+// make_backend (a real-time backend runs them one after another). Every run
+// is deterministic from its plan, so the report is the same whatever the
+// number of workers; progress lines come in plan order.
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backend, unsigned workers,
+                             const Progress& progress = {});
 
 }  // namespace metaroce::scenario

@@ -35,7 +35,10 @@ std::vector<PlannedRun> plan_runs(const Scenario& s);
 // Runs the whole scenario in the simulator (virtual time, scaled by
 // sim.time_scale; the same transport engine and emulator as the daemons) and
 // evaluates its assertions. progress (may be empty) gets a line per run.
-Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {});
+// Independent runs (sweep points, transports) go on up to `workers` threads
+// at once (0: one per core); the report is the same whatever the number.
+Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {},
+                        unsigned workers = 0);
 
 // Assertions over finished runs (the same thresholds live and in the simulator).
 std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs);
