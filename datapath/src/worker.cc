@@ -146,6 +146,7 @@ bool EndpointWorker::step(Nanos now) {
         work = true;
         stats_.rx_frames++;
         std::span<const uint8_t> f(rx_[i].data, rx_[i].len);
+        if (capture_) capture_->offer(CapturePoint::kEndpointRx, static_cast<uint32_t>(p), 0, now, f);
         if (!delay_) {
           ep_.on_frame(f, now);
           continue;
@@ -199,6 +200,7 @@ bool EndpointWorker::step(Nanos now) {
     tx_frames_[i] = {tx_buffers_[i].data(), static_cast<uint32_t>(tx_buffers_[i].size()), 0, 0};
   const size_t sent = ep_.poll_tx_paced(tx_frames_, now, ready_planes, [&](const transport::TxFrame& f) {
     if (f.plane >= ports_.size()) return;
+    if (capture_) capture_->offer(CapturePoint::kEndpointTx, f.plane, 0, now, {f.data, f.len});
     if (!port_model_.empty()) port_model_[f.plane].submit({f.data, f.len}, now);
     if (!delay_) {
       stage(f.plane, {f.data, f.len});
@@ -316,6 +318,7 @@ bool FabricNode::receive(Nanos now) {
       for (size_t i = 0; i < n; ++i) {
         work = true;
         stats_.rx_frames++;
+        if (capture_) capture_->offer(CapturePoint::kFabricIn, p, h, origin_ + now, {rx_[i].data, rx_[i].len});
         admit(p, h, {rx_[i].data, rx_[i].len}, now);
       }
     }
@@ -332,6 +335,7 @@ bool FabricNode::release(Nanos now) {
     std::span<uint8_t> bytes = delay_.bytes(*held);
     if (pos.hop == emulator::Hop::kDelivered) {
       TxStaging& s = staging_[pos.plane * H + pos.to];
+      if (capture_) capture_->offer(CapturePoint::kFabricOut, pos.plane, pos.to, origin_ + now, bytes);
       if (s.full()) flush_port(pos.plane, pos.to);
       if (!s.add(bytes)) stats_.tx_dropped_ring_full++;
       delay_.pop();
@@ -341,6 +345,8 @@ bool FabricNode::release(Nanos now) {
     const emulator::DropCause d = fabric_.forward(pos, bytes, held->due, &at, &dup);
     if (d != emulator::DropCause::kNone) {
       stats_.emu_drops[static_cast<size_t>(d)]++;
+      if (capture_)
+        capture_->offer(CapturePoint::kFabricDropped, pos.plane, pos.from, origin_ + now, bytes, static_cast<uint8_t>(d));
       delay_.pop();
       continue;
     }

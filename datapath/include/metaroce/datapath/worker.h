@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "metaroce/datapath/capture_tap.h"
 #include "metaroce/datapath/delay_line.h"
 #include "metaroce/datapath/port.h"
 #include "metaroce/emulator/fabric.h"
@@ -142,6 +143,9 @@ class EndpointWorker : public PolledLoop {
   const WorkerStats& stats() const { return stats_; }
   emulator::Link* egress_link(size_t plane) { return plane < egress_.size() ? &egress_[plane] : nullptr; }
   emulator::Link* ingress_link(size_t plane) { return plane < ingress_.size() ? &ingress_[plane] : nullptr; }
+  // On the worker's thread only (through its channel): frames read from and
+  // handed to the ports are offered to tap (nullptr: none).
+  void set_capture(CaptureTap* tap) { capture_ = tap; }
 
  private:
   void stage(size_t plane, std::span<const uint8_t> frame);
@@ -162,6 +166,7 @@ class EndpointWorker : public PolledLoop {
   std::function<void(Nanos)> on_iteration_;
   Nanos granularity_ = 0;
   Nanos timer_seen_ = -1;  // the engine deadline already recorded as serviced
+  CaptureTap* capture_ = nullptr;
 };
 
 // Fabric placement (bump in the wire): ports[plane][host] face host `host` on
@@ -204,6 +209,9 @@ class FabricNode : public PolledLoop {
   const IdlePolicy& idle() const { return config_.idle; }
   emulator::Fabric& fabric() { return fabric_; }
   const WorkerStats& stats() const { return stats_; }
+  // On the worker's thread only: frames entering the node, leaving it and
+  // dropped by the emulator (with the cause) are offered to tap (nullptr: none).
+  void set_capture(CaptureTap* tap) { capture_ = tap; }
 
  private:
   int host_for(uint32_t plane, const uint8_t* dst_mac) const;
@@ -223,6 +231,7 @@ class FabricNode : public PolledLoop {
   std::vector<Port*> all_ports_;
   WorkerStats stats_;
   std::function<void(Nanos)> on_iteration_;
+  CaptureTap* capture_ = nullptr;
 };
 
 }  // namespace metaroce::datapath
