@@ -137,6 +137,7 @@ Client::Client(std::string address, const ClientOptions& options)
   memory_ = metaroce::v1::Memory::NewStub(channel_);
   fabric_ = metaroce::v1::Fabric::NewStub(channel_);
   traffic_ = metaroce::v1::Traffic::NewStub(channel_);
+  capture_ = metaroce::v1::Capture::NewStub(channel_);
 }
 
 void Client::prepare(grpc::ClientContext& context, bool streaming) const {

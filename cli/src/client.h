@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "metaroce/v1/capture.grpc.pb.h"
 #include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/fabric.grpc.pb.h"
@@ -85,6 +86,7 @@ class Client {
   metaroce::v1::Memory::Stub& memory() { return *memory_; }
   metaroce::v1::Fabric::Stub& fabric() { return *fabric_; }
   metaroce::v1::Traffic::Stub& traffic() { return *traffic_; }
+  metaroce::v1::Capture::Stub& capture() { return *capture_; }
 
   // Adds the token and, unless `streaming`, the per-call deadline.
   void prepare(grpc::ClientContext& context, bool streaming) const;
@@ -110,6 +112,7 @@ class Client {
   std::unique_ptr<metaroce::v1::Memory::Stub> memory_;
   std::unique_ptr<metaroce::v1::Fabric::Stub> fabric_;
   std::unique_ptr<metaroce::v1::Traffic::Stub> traffic_;
+  std::unique_ptr<metaroce::v1::Capture::Stub> capture_;
 };
 
 // protobuf JSON with the proto field names and every primitive field, either

@@ -75,6 +75,7 @@ int run(int argc, char** argv) {
   add_fabric_commands(app, ctx);
   add_traffic_commands(app, ctx);
   add_scenario_commands(app, ctx);
+  add_capture_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -200,6 +200,7 @@ size_t DaemonCore::expire_half_open(int64_t now_ns) {
 
 void DaemonCore::shutdown() {
   if (shutting_down_.exchange(true)) return;
+  for (const auto& hook : shutdown_hooks_) hook();
   {
     std::lock_guard<std::mutex> g(housekeeping_mu_);
     housekeeping_stop_ = true;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <random>
 #include <memory>
@@ -74,6 +75,8 @@ class DaemonCore {
   std::string start();
   // Stops jobs, deletes connections, stops workers (detaching XDP), logs final counters.
   void shutdown();
+  // Runs first in shutdown(), while the workers still run (a capture takes its taps off).
+  void add_shutdown_hook(std::function<void()> hook) { shutdown_hooks_.push_back(std::move(hook)); }
 
   const DaemonConfig& config() const { return config_; }
   std::string peer_address() const;
@@ -159,6 +162,7 @@ class DaemonCore {
   void job_info(const JobRecord& job, v1::JobInfo* out) const;
 
   DaemonConfig config_;
+  std::vector<std::function<void()>> shutdown_hooks_;  // set up before serving; run once by shutdown()
   bool insecure_;
   std::string token_error_;  // set when a configured token file is unusable: start() refuses
   std::string token_;

@@ -177,6 +177,13 @@ bool EndpointRuntime::snapshot_ports(std::vector<PortSnapshot>* out) {
   return ok;
 }
 
+bool EndpointRuntime::attach_capture(std::shared_ptr<datapath::CaptureTap> tap) {
+  return channel_.call([this, tap](transport::Nanos) {
+    worker_->set_capture(tap.get());
+    capture_ = tap;
+  });
+}
+
 bool EndpointRuntime::snapshot_counters(transport::EndpointCounters* ep, datapath::WorkerStats* worker) {
   auto snap = std::make_shared<std::pair<transport::EndpointCounters, datapath::WorkerStats>>();
   const bool ok = channel_.call([this, snap](transport::Nanos) {

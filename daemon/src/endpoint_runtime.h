@@ -51,6 +51,10 @@ class EndpointRuntime {
   // Snapshots taken on the worker (control side; false if the worker is stuck).
   bool snapshot_ports(std::vector<PortSnapshot>* out);
   bool snapshot_counters(transport::EndpointCounters* ep, datapath::WorkerStats* worker);
+  // Installs a capture tap on the worker (nullptr removes it); false if the
+  // worker did not answer. The runtime keeps a reference until the tap is
+  // removed, so a worker that answers late never sees a freed tap.
+  bool attach_capture(std::shared_ptr<datapath::CaptureTap> tap);
   void stop();
 
  private:
@@ -68,6 +72,7 @@ class EndpointRuntime {
   // Worker thread only.
   std::vector<TrafficDriver*> drivers_;
   std::unordered_map<uint32_t, Responder*> responders_;
+  std::shared_ptr<datapath::CaptureTap> capture_;
   std::array<transport::Completion, 64> completions_{};
 };
 

@@ -164,6 +164,13 @@ std::string FabricRuntime::load_timeline(std::vector<emulator::TimelineEvent> ev
   return r->error;
 }
 
+bool FabricRuntime::attach_capture(std::shared_ptr<datapath::CaptureTap> tap) {
+  return channel_.call([this, tap](transport::Nanos) {
+    node_->set_capture(tap.get());
+    capture_ = tap;
+  });
+}
+
 bool FabricRuntime::snapshot(FabricSnapshot* out) {
   auto snap = std::make_shared<FabricSnapshot>();
   const bool ok = channel_.call([this, snap](transport::Nanos now) {

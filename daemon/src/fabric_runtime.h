@@ -57,6 +57,8 @@ class FabricRuntime {
   // Events with at_ns relative to now; *base gets the fabric time they are relative to.
   std::string load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base);
   bool snapshot(FabricSnapshot* out);
+  // As EndpointRuntime::attach_capture, for the fabric node's points.
+  bool attach_capture(std::shared_ptr<datapath::CaptureTap> tap);
   void stop();
 
  private:
@@ -68,6 +70,7 @@ class FabricRuntime {
   std::atomic<bool> stop_{false};
   std::thread thread_;
   bool started_ = false;
+  std::shared_ptr<datapath::CaptureTap> capture_;  // worker thread only
 };
 
 emulator::LinkPatch base_patch(const emulator::LinkConfig& c);

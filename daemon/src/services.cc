@@ -1,5 +1,8 @@
 #include "services.h"
 
+#include "capture.h"
+#include "metaroce/v1/capture.grpc.pb.h"
+
 #include "request_limits.h"
 
 #include <thread>
@@ -232,6 +235,32 @@ class TrafficService final : public v1::Traffic::Service {
   DaemonCore& core_;
 };
 
+class CaptureService final : public v1::Capture::Service {
+ public:
+  explicit CaptureService(DaemonCore& core) : core_(core), captures_(core) {
+    core.add_shutdown_hook([this] {
+      v1::CaptureInfo ignored;
+      captures_.stop(&ignored);
+    });
+  }
+  grpc::Status Start(grpc::ServerContext* ctx, const v1::StartCaptureRequest* req, v1::CaptureInfo* out) override {
+    METAROCE_AUTH(ctx, req);
+    return captures_.start(req->spec(), out);
+  }
+  grpc::Status Stop(grpc::ServerContext* ctx, const v1::StopCaptureRequest* req, v1::CaptureInfo* out) override {
+    METAROCE_AUTH(ctx, req);
+    return captures_.stop(out);
+  }
+  grpc::Status Get(grpc::ServerContext* ctx, const v1::GetCaptureRequest* req, v1::CaptureInfo* out) override {
+    METAROCE_AUTH(ctx, req);
+    return captures_.get(out);
+  }
+
+ private:
+  DaemonCore& core_;
+  CaptureManager captures_;
+};
+
 }  // namespace
 
 std::vector<std::unique_ptr<grpc::Service>> make_services(DaemonCore& core) {
@@ -242,6 +271,7 @@ std::vector<std::unique_ptr<grpc::Service>> make_services(DaemonCore& core) {
   s.push_back(std::make_unique<MemoryService>(core));
   s.push_back(std::make_unique<FabricService>(core));
   s.push_back(std::make_unique<TrafficService>(core));
+  s.push_back(std::make_unique<CaptureService>(core));
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 
+#include "metaroce/v1/capture.grpc.pb.h"
 #include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/fabric.grpc.pb.h"
@@ -24,7 +25,8 @@ namespace pb = google::protobuf;
 using Msg = pb::Message;
 
 const char* const kServices[] = {"metaroce.v1.Daemon", "metaroce.v1.Connections", "metaroce.v1.Peer",
-                                 "metaroce.v1.Memory", "metaroce.v1.Fabric", "metaroce.v1.Traffic"};
+                                 "metaroce.v1.Memory", "metaroce.v1.Fabric", "metaroce.v1.Traffic",
+                                 "metaroce.v1.Capture"};
 
 // A hostile value for one field, applied to a message.
 struct Hostile {
@@ -167,6 +169,7 @@ SweepResult sweep_every_method(const std::string& address, const std::string& to
   (void)metaroce::v1::CreateConnectionRequest::descriptor();
   (void)metaroce::v1::ShowFabricRequest::descriptor();
   (void)metaroce::v1::StartJobRequest::descriptor();
+  (void)metaroce::v1::StartCaptureRequest::descriptor();
   SweepResult res;
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto prepare = [&](grpc::ClientContext& ctx, int ms) {
