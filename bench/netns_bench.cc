@@ -14,6 +14,10 @@
 //     payload rate per busy core, and MetaRoCE's goodput per busy core as a
 //     fraction of it. And kernel TCP (iperf3, one stream) against MetaRoCE on
 //     plane 0 alone, through the same fabric node at the same loss.
+//  4. Capture cost: the fabric node's forwarding rate and MetaRoCE's goodput
+//     with a capture of every point off and on (a tap drained into a pcapng
+//     file by its own thread, as metaroced does), and what the capture wrote
+//     and could not write.
 //
 // Needs root and AF_XDP; otherwise prints SKIPPED with the reason. Figures on
 // a shared 2-core machine are noisy in absolute terms: read the ratios.
@@ -29,6 +33,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "metaroce/capture/pcapng.h"
 #include "metaroce/datapath/netns.h"
 #include "metaroce/datapath/port.h"
 #include "metaroce/datapath/worker.h"
@@ -109,15 +114,68 @@ emulator::LinkConfig all_impairments(double loss) {
   return c;
 }
 
+// ---------------------------------------------------------------- capture
+
+// A capture on a worker, as the daemon runs one: a tap the worker fills and a
+// thread that drains it into a pcapng file (deleted afterwards).
+class BenchCapture {
+ public:
+  BenchCapture() : tap_(datapath::CaptureFilter{}, 3640) {  // 32 MiB of 9216-byte slots, as metaroced
+    path_ = "/tmp/metaroce-netns-bench-" + std::to_string(getpid()) + ".pcapng";
+    writer_ = std::make_unique<capture::PcapngWriter>(path_, std::vector<capture::PcapngInterface>(8, {"plane", 65535}),
+                                                      "metaroce_netns_bench");
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        drain();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the daemon's drain period
+      }
+      drain();
+    });
+  }
+  ~BenchCapture() {
+    finish();
+    std::remove(path_.c_str());
+  }
+  // Stops draining after a last pass; the counts stay readable.
+  void finish() {
+    if (thread_.joinable()) {
+      stop_ = true;
+      thread_.join();
+      writer_.reset();
+    }
+  }
+  datapath::CaptureTap* tap() { return &tap_; }
+  uint64_t written() const { return written_; }
+  uint64_t not_written() const { return tap_.counters().ring_full; }
+
+ private:
+  void drain() {
+    tap_.drain([&](const datapath::CaptureRecord& r) {
+      if (writer_->write(r.plane, static_cast<uint64_t>(r.time), r.bytes, datapath::capture_point_name(r.point)))
+        ++written_;
+    });
+  }
+  datapath::CaptureTap tap_;
+  std::string path_;
+  std::unique_ptr<capture::PcapngWriter> writer_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> written_{0};
+  std::thread thread_;
+};
+
 // ---------------------------------------------------------------- forwarding
 
 struct ForwardResult {
   std::string ports, forwarder;
   double offered_pps = 0, delivered_pps = 0;
+  uint64_t captured = 0, capture_not_written = 0;  // with_capture: frames written to the file, and not
 };
 
+// with_capture (FabricNode modes): a capture of every point runs on the node.
 ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, const std::string& mode, double seconds,
-                         uint32_t dpdk_index) {
+                         uint32_t dpdk_index, bool with_capture = false) {
+  std::unique_ptr<BenchCapture> cap;
+  if (with_capture) cap = std::make_unique<BenchCapture>();
   const std::string fab = lab::fabric_netns(cfg.name);
   std::atomic<bool> stop{false}, sink_ready{false}, fwd_ready{false};
   std::atomic<uint64_t> sent{0}, received{0};
@@ -161,6 +219,7 @@ ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, con
       c.idle.busy_poll = true;
       std::vector<std::vector<Port*>> ports{{a.get(), b.get()}};
       datapath::FabricNode node(c, ports);
+      if (cap) node.set_capture(cap->tap());
       fwd_ready = true;
       node.run(stop, {});
     } catch (const std::exception& e) {
@@ -194,6 +253,11 @@ ForwardResult forwarding(const lab::LabConfig& cfg, const std::string& kind, con
   fwd.join();
   r.offered_pps = sent / seconds;
   r.delivered_pps = got_at_end / seconds;
+  if (cap) {
+    cap->finish();
+    r.captured = cap->written();
+    r.capture_not_written = cap->not_written();
+  }
   return r;
 }
 
@@ -264,8 +328,9 @@ struct GoodputResult {
 };
 
 // planes_used: the connection's planes (the first ones); 0 for all.
+// with_capture: a capture of every frame the sending endpoint sends and receives.
 GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, double loss, double seconds,
-                      uint32_t planes_used = 0) {
+                      uint32_t planes_used = 0, BenchCapture* with_capture = nullptr) {
   const uint32_t P = cfg.planes;
   const uint32_t used = planes_used == 0 ? P : std::min(planes_used, P);
   std::atomic<bool> stop_hosts{false};
@@ -331,6 +396,7 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
       ports.push_back(owned.back().get());
     }
     datapath::EndpointWorker w(ep, ports);
+    if (h == 0 && with_capture) w.set_capture(with_capture->tap());
     w.run(stop_hosts, iter);
   };
   auto a_iter = [&](Nanos) {
@@ -494,7 +560,7 @@ int main(int argc, char** argv) {
   uint32_t planes = 4;
   double seconds = 2;
   std::string losses_text = "0,0.01,0.1", json_path;
-  bool no_forwarding = false, no_goodput = false, no_efficiency = false;
+  bool no_forwarding = false, no_goodput = false, no_efficiency = false, no_capture = false;
   double tcp_loss = 0.01;
   app.add_option("--planes", planes, "planes for the goodput runs")->check(CLI::Range(1u, 8u));
   app.add_option("--seconds", seconds, "length of each run")->check(CLI::Range(0.5, 60.0));
@@ -502,6 +568,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-forwarding", no_forwarding, "skip the forwarding runs");
   app.add_flag("--no-goodput", no_goodput, "skip the goodput runs");
   app.add_flag("--no-efficiency", no_efficiency, "skip the raw-sender and kernel-TCP comparisons");
+  app.add_flag("--no-capture", no_capture, "skip the capture-cost runs (capture off and on)");
   app.add_option("--tcp-loss", tcp_loss, "loss for the kernel TCP vs MetaRoCE comparison")->check(CLI::Range(0.0, 0.5));
   app.add_option("--json", json_path, "write the results as JSON");
   CLI11_PARSE(app, argc, argv);
@@ -617,6 +684,31 @@ int main(int argc, char** argv) {
                   {"metaroce_vs_tcp", tcp.ran && tcp.goodput_gbps > 0 ? mr.goodput_gbps / tcp.goodput_gbps : 0.0}};
       rc |= (mr.verify_failures == 0 && mr.errors == 0 && mr.messages > 0) ? 0 : 1;
       out["efficiency"] = e;
+    }
+    if (!no_capture) {
+      // The same runs with capture off and on, one after the other in this run.
+      std::printf("\nCapture cost: capture off and on, every point, into a pcapng file (%.1f s each)\n", seconds);
+      std::printf("%-40s %14s %14s %8s %12s %12s\n", "run", "off", "on", "on/off", "captured", "not_written");
+      const ForwardResult f_off = forwarding(cfg, "afxdp", "clean", seconds, 0);
+      const ForwardResult f_on = forwarding(cfg, "afxdp", "clean", seconds, 0, true);
+      const double f_ratio = f_off.delivered_pps > 0 ? f_on.delivered_pps / f_off.delivered_pps : 0;
+      std::printf("%-40s %10.0f pps %10.0f pps %8.3f %12llu %12llu\n", "fabric node forwarding (64 B, 1 plane)",
+                  f_off.delivered_pps, f_on.delivered_pps, f_ratio, static_cast<unsigned long long>(f_on.captured),
+                  static_cast<unsigned long long>(f_on.capture_not_written));
+      const GoodputResult g_off = goodput(cfg, transport::TransportKind::kMetaRoCE, 0, seconds);
+      BenchCapture cap;
+      const GoodputResult g_on = goodput(cfg, transport::TransportKind::kMetaRoCE, 0, seconds, 0, &cap);
+      cap.finish();
+      const double g_ratio = g_off.goodput_gbps > 0 ? g_on.goodput_gbps / g_off.goodput_gbps : 0;
+      std::printf("%-40s %11.3f Gb %11.3f Gb %8.3f %12llu %12llu\n", "MetaRoCE goodput, sender captured",
+                  g_off.goodput_gbps, g_on.goodput_gbps, g_ratio, static_cast<unsigned long long>(cap.written()),
+                  static_cast<unsigned long long>(cap.not_written()));
+      out["capture"] = {{"forwarding_pps_off", f_off.delivered_pps}, {"forwarding_pps_on", f_on.delivered_pps},
+                        {"forwarding_on_vs_off", f_ratio}, {"forwarding_captured", f_on.captured},
+                        {"forwarding_not_written", f_on.capture_not_written},
+                        {"goodput_gbps_off", g_off.goodput_gbps}, {"goodput_gbps_on", g_on.goodput_gbps},
+                        {"goodput_on_vs_off", g_ratio}, {"goodput_captured", cap.written()},
+                        {"goodput_not_written", cap.not_written()}};
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -33,7 +33,7 @@ struct CaptureFilter {
   bool fabric_in = true, fabric_out = true, fabric_dropped = true;
   uint16_t udp_port = 0;            // nonzero: only UDP frames with this source or destination port
   uint32_t connection = 0;          // nonzero: MetaRoCE frames to or from this connection id, RoCEv2 frames to this QP
-  uint32_t snap_length = 65535;     // bytes kept of each frame
+  uint32_t snap_length = 9216;      // bytes kept of each frame (9216: a worker's largest frame, all of it)
   bool wants(CapturePoint p) const;
 };
 
