@@ -27,6 +27,16 @@
   // the plot. Reference line: a dashed horizontal line (retained = 100%).
   var markers = {
     id: "reportMarkers",
+    // Room for two rows of event labels between the legend and the plot area.
+    beforeInit: function (chart) {
+      var evs = chart.canvas.$spec.events;
+      if (!evs || !evs.length || !chart.legend) return;
+      var fit = chart.legend.fit;
+      chart.legend.fit = function () {
+        fit.call(this);
+        this.height += 28;
+      };
+    },
     afterDatasetsDraw: function (chart) {
       var spec = chart.canvas.$spec, ctx = chart.ctx, area = chart.chartArea, xs = chart.scales.x;
       ctx.save();
@@ -137,7 +147,6 @@
         out.pointHoverRadius = spec.time ? 3 : 6;
         out.pointHitRadius = 4;
         out.spanGaps = false;
-        if (spec.time) out.stepped = "after";
         if (ds.dash) out.borderDash = ds.dash;
       }
       return out;
@@ -154,7 +163,7 @@
         parsing: hbar ? { xAxisKey: "x", yAxisKey: "y" } : undefined,
         events: ["mousemove", "mouseout", "click", "mousedown", "mouseup", "touchstart", "touchmove"],
         interaction: spec.time ? { mode: "nearest", axis: "x", intersect: false } : { mode: "index", intersect: false },
-        layout: { padding: { top: spec.events && spec.events.length ? 28 : 6 } },
+        layout: { padding: { top: 6 } },
         scales: { x: axisOptions(spec.x, spec), y: axisOptions(spec.y, spec) },
         plugins: {
           title: { display: !!spec.title, text: spec.title, color: spec.title_colour || "#212529", font: { size: 13, weight: "bold" } },

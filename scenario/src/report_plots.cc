@@ -44,6 +44,20 @@ ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
 
 ojson axis(const std::string& title, const std::string& type) { return ojson{{"title", title}, {"type", type}}; }
 
+// An interval's value as a flat step from its start to its end: two points
+// (the end one marked "end", which tooltips skip) joined by a straight line.
+// Explicit points rather than Chart.js's "stepped" lines, whose drawing and
+// hover interpolation disagree on where the step is in Chart.js 3.9.
+void step(ojson* ds, const Interval& iv, const ojson& y, const std::string& ptr) {
+  if (!std::isfinite(iv.t0_s) || !std::isfinite(iv.t1_s)) return;
+  ojson pt{{"x", iv.t0_s}, {"y", y}, {"t1", iv.t1_s}};
+  if (!ptr.empty()) pt["p"] = ptr;
+  (*ds)["points"].push_back(pt);
+  pt["x"] = iv.t1_s;
+  pt["end"] = true;
+  (*ds)["points"].push_back(std::move(pt));
+}
+
 ojson dataset(const std::string& label, const Style& st, ojson from_json) {
   ojson ds{{"label", label}, {"colour", st.colour}, {"from_json", std::move(from_json)}, {"points", ojson::array()}};
   if (!st.dash.empty()) ds["dash"] = ojson::array({7, 3});
@@ -168,21 +182,11 @@ Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string,
       const auto& run = r.runs[i];
       ojson ds = dataset(d.sweep ? job_label(d, run.job) : run_label(run) + " (" + transport_name(run.transport) + ")",
                          styles.at(run.job), ojson{{"div", 1e9}});
-      // A step per interval: the point at its start holds its goodput; the
-      // last interval also gets a point at its end so its step is drawn.
       for (size_t k = 0; k < run.intervals.size(); ++k) {
         const auto& iv = run.intervals[k];
-        if (!std::isfinite(iv.t0_s)) continue;
-        const std::string ptr = run_ptr(i, "intervals/" + std::to_string(k) + "/goodput_bps");
         const bool ok = std::isfinite(iv.goodput_bps);
-        ojson pt{{"x", iv.t0_s}, {"y", ok ? ojson(iv.goodput_bps / 1e9) : ojson(nullptr)}, {"t1", num(iv.t1_s)}};
-        if (ok) pt["p"] = ptr;
-        ds["points"].push_back(pt);
-        if (k + 1 == run.intervals.size() && std::isfinite(iv.t1_s)) {
-          pt["x"] = iv.t1_s;
-          pt["end"] = true;
-          ds["points"].push_back(pt);
-        }
+        step(&ds, iv, ok ? ojson(iv.goodput_bps / 1e9) : ojson(nullptr),
+             ok ? run_ptr(i, "intervals/" + std::to_string(k) + "/goodput_bps") : "");
       }
       points += ds["points"].size();
       c["datasets"].push_back(std::move(ds));
@@ -324,17 +328,12 @@ Plot plot_planes(const Report& r, const Derived& d, const std::map<std::string, 
                          ojson{{"mul", 100}});
       for (size_t k = 0; k < run.intervals.size(); ++k) {
         const auto& iv = run.intervals[k];
-        if (!std::isfinite(iv.t0_s) || p >= iv.plane_utilisation.size()) continue;
+        if (p >= iv.plane_utilisation.size()) continue;
         const double u = iv.plane_utilisation[p];
-        ojson pt{{"x", iv.t0_s}, {"y", num(u * 100)}, {"t1", num(iv.t1_s)}};
-        if (std::isfinite(u))
-          pt["p"] = run_ptr(i, "intervals/" + std::to_string(k) + "/plane_utilisation/" + std::to_string(p));
-        ds["points"].push_back(pt);
-        if (k + 1 == run.intervals.size() && std::isfinite(iv.t1_s)) {
-          pt["x"] = iv.t1_s;
-          pt["end"] = true;
-          ds["points"].push_back(pt);
-        }
+        step(&ds, iv, num(u * 100),
+             std::isfinite(u)
+                 ? run_ptr(i, "intervals/" + std::to_string(k) + "/plane_utilisation/" + std::to_string(p))
+                 : "");
       }
       c["datasets"].push_back(std::move(ds));
     }
@@ -363,6 +362,17 @@ Plot plot_latency(const Report& r, const Derived& d, const std::map<std::string,
   ojson c{{"canvas", "plot-latency-0"}, {"kind", "bar"}, {"title", ""}, {"unit", "us"}};
   c["x"] = axis("", "category");
   c["y"] = axis("latency (us, log scale)", "logarithmic");
+  // The axis starts a decade below the shortest bar's decade when that bar
+  // would otherwise barely show; bars grow from there.
+  double lo = 0;
+  for (size_t i : *shown)
+    for (double v : {r.runs[i].latency.median_us, r.runs[i].latency.p99_us, r.runs[i].latency.p999_us})
+      if (std::isfinite(v) && v > 0 && (lo == 0 || v < lo)) lo = v;
+  if (lo > 0) {
+    double decade = std::pow(10.0, std::floor(std::log10(lo)));
+    if (lo < decade * 3) decade /= 10;
+    c["y"]["min"] = decade;
+  }
   c["labels"] = ojson::array();
   const std::pair<const char*, const char*> pcts[] = {{"median", "median_us"}, {"p99", "p99_us"}, {"p99.9", "p999_us"}};
   const double alpha[] = {0.3, 0.62, 1.0};

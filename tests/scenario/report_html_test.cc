@@ -90,7 +90,10 @@ size_t count(const std::string& s, const std::string& needle) {
 // (Chart.getChart) and writes what it holds into <pre id="probe">, for
 // --dump-dom. Per plotted point: its JSON pointer, the value Chart.js parsed,
 // how the spec derives it from report.json, and how far (px) the drawn
-// element is from the pixel of that value on the value axis.
+// element is from the pixel of that value on the value axis (and, on time
+// plots, how far the end of the interval's step is from its place). Then the time
+// zoom: the x range of every time plot after typing 0.5 to 1.5 s into the
+// first zoom inputs, and after "reset zoom".
 constexpr const char* kProbe = R"JS(<script>
 (function () {
   var specs = {};
@@ -110,14 +113,39 @@ constexpr const char* kProbe = R"JS(<script>
       var meta = ch.getDatasetMeta(k), from = specs[cv.id].datasets[k].from_json;
       ds.data.forEach(function (raw, n) {
         if (raw.p === undefined) return;
-        var v = meta.controller.getParsed(n)[axis], el = meta.data[n];
-        c.points.push({ p: raw.p, v: v, from_json: from, off_px: Math.abs(ch.scales[axis].getPixelForValue(v) - el[axis]) });
+        var v = meta.controller.getParsed(n)[axis], el = meta.data[n], at = ch.scales[axis].getPixelForValue(v);
+        var pt = { p: raw.p, v: v, from_json: from, off_px: Math.abs(at - el[axis]) };
+        if (specs[cv.id].time && !raw.end) {
+          // The interval's step: a straight line (no stepping, no curve) to
+          // the next point, drawn at the interval's end and the same value.
+          var next = meta.data[n + 1], o = meta.dataset.options, straight = !o.stepped && !o.tension;
+          pt.step_off_px = straight && next && ds.data[n + 1].end
+              ? Math.max(Math.abs(next.y - at), Math.abs(next.x - ch.scales.x.getPixelForValue(raw.t1))) : null;
+        }
+        c.points.push(pt);
       });
     });
   });
+  function ranges() {
+    var r = [];
+    document.querySelectorAll("figure.plot canvas").forEach(function (cv) {
+      var ch = Chart.getChart(cv);
+      if (ch && specs[cv.id].time) r.push([ch.scales.x.min, ch.scales.x.max]);
+    });
+    return r;
+  }
+  var zoom = { before: ranges() }, from = document.querySelector(".zoom-from"), to = document.querySelector(".zoom-to");
+  if (from && to) {
+    from.value = "0.5";
+    to.value = "1.5";
+    from.dispatchEvent(new Event("change"));
+    zoom.zoomed = ranges();
+    document.querySelector(".zoom-reset").click();
+    zoom.reset = ranges();
+  }
   var pre = document.createElement("pre");
   pre.id = "probe";
-  pre.textContent = JSON.stringify(out);
+  pre.textContent = JSON.stringify({ charts: out, zoom: zoom });
   document.body.appendChild(pre);
 })();
 </script>
@@ -166,9 +194,10 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
   const size_t pre = pdom.find("<pre id=\"probe\">");
   ASSERT_NE(pre, std::string::npos) << "the probe did not run (a script error?); see " << (dir / "chromium-probe.log");
   const size_t pre_b = pre + std::strlen("<pre id=\"probe\">");
-  const auto charts = nlohmann::json::parse(html_unescape(pdom.substr(pre_b, pdom.find("</pre>", pre_b) - pre_b)));
+  const auto probe = nlohmann::json::parse(html_unescape(pdom.substr(pre_b, pdom.find("</pre>", pre_b) - pre_b)));
+  const auto& charts = probe.at("charts");
   std::set<std::string> drawn_plots, plotted;
-  size_t points = 0;
+  size_t points = 0, steps = 0;
   for (const auto& c : charts) {
     const std::string fig = c.at("figure"), canvas = c.at("canvas");
     ASSERT_TRUE(c.at("drawn").get<bool>()) << canvas << ": no Chart.js chart on this canvas";
@@ -198,6 +227,11 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
       ASSERT_TRUE(pt.at("v").is_number()) << canvas << " " << pointer << ": Chart.js did not parse it";
       EXPECT_EQ(pt.at("v").get<double>(), want) << canvas << " " << pointer;
       EXPECT_LT(pt.at("off_px").get<double>(), 1.0) << canvas << " " << pointer << ": not drawn at its value";
+      if (pt.contains("step_off_px")) {
+        ASSERT_TRUE(pt.at("step_off_px").is_number()) << canvas << " " << pointer << ": no straight step to the interval's end";
+        EXPECT_LT(pt.at("step_off_px").get<double>(), 1.0) << canvas << " " << pointer << ": the step ends elsewhere";
+        ++steps;
+      }
       plotted.insert(pointer);
       ++points;
     }
@@ -225,7 +259,23 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
       if (dr.contains("fault_goodput_bps")) { EXPECT_TRUE(plotted.count("/derived" + run + "/fault_goodput_bps")) << run; }
     }
   }
-  std::printf("plotted values checked against report.json: %zu\n", points);
+  std::printf("plotted values checked against report.json: %zu (%zu interval steps)\n", points, steps);
+  size_t intervals = 0;
+  for (const auto& run : r.runs) intervals += run.intervals.size() * (1 + run.intervals.front().plane_utilisation.size());
+  EXPECT_EQ(steps, intervals) << "every goodput and plane-load interval drawn as a step";
+
+  // Zoom on the time axis: a typed range applies to every time plot, and
+  // "reset zoom" restores the whole run (0 to the last interval's end).
+  double end_s = 0;
+  for (const auto& run : r.runs)
+    for (const auto& iv : run.intervals) end_s = std::max(end_s, iv.t1_s);
+  const auto& zoom = probe.at("zoom");
+  ASSERT_TRUE(zoom.contains("zoomed")) << "no zoom inputs on the page";
+  EXPECT_EQ(zoom.at("zoomed").size(), zoom.at("before").size());
+  EXPECT_GE(zoom.at("before").size(), 2u) << "goodput and plane-load plots are time plots";
+  for (const auto& range : zoom.at("before")) EXPECT_EQ(range, nlohmann::json::array({0, end_s}));
+  for (const auto& range : zoom.at("zoomed")) EXPECT_EQ(range, nlohmann::json::array({0.5, 1.5}));
+  for (const auto& range : zoom.at("reset")) EXPECT_EQ(range, nlohmann::json::array({0, end_s}));
 
   // Every data-key shows format_number(last key, value at the pointer).
   const std::string attr = "data-key=\"";

@@ -418,8 +418,9 @@ TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
         EXPECT_EQ(pt.at("y").get<double>(), want) << ptr;
         ++plotted;
       }
-  // 6 runs x 9 goodput steps, x 4 planes x 9 utilisation steps, 6 retained, 15 latency bars.
-  EXPECT_EQ(plotted, 54u + 216u + 6u + 15u);
+  // 6 runs x 8 intervals x 2 ends of a goodput step, and of 4 planes' utilisation
+  // steps; 6 retained; 15 latency bars.
+  EXPECT_EQ(plotted, 96u + 384u + 6u + 15u);
 }
 
 TEST(ReportHtml, NoSweepShowsGoodputBars) {
