@@ -1,6 +1,5 @@
 // Private to the report sources (scenario/src/report_*.cc): what the pieces of
-// the report share, in namespace report_internal. The chart kit the plots draw
-// with is in report_svg.h.
+// the report share, in namespace report_internal.
 //
 // Reports of a scenario run: report.json, timeseries.csv, report.html and the
 // terminal summary (report.h).
