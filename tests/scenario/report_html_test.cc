@@ -6,7 +6,8 @@
 // script appended reads each Chart.js chart back (its parsed values and where
 // it drew them); every plotted value must equal its report.json number in
 // the plot's unit, be drawn at that value's pixel, and every number the plots
-// should show must be there. The pages and screenshots stay in
+// should show must be there; the time zoom (a typed range, reset, a drag)
+// must apply to every time plot. The pages and screenshots stay in
 // report_html_out/ under the test's working directory, to look at.
 #include <gtest/gtest.h>
 
@@ -93,7 +94,7 @@ size_t count(const std::string& s, const std::string& needle) {
 // element is from the pixel of that value on the value axis (and, on time
 // plots, how far the end of the interval's step is from its place). Then the time
 // zoom: the x range of every time plot after typing 0.5 to 1.5 s into the
-// first zoom inputs, and after "reset zoom".
+// first zoom inputs, after "reset zoom", and after a drag from 0.5 to 1.5 s.
 constexpr const char* kProbe = R"JS(<script>
 (function () {
   var specs = {};
@@ -142,6 +143,21 @@ constexpr const char* kProbe = R"JS(<script>
     zoom.zoomed = ranges();
     document.querySelector(".zoom-reset").click();
     zoom.reset = ranges();
+  }
+  // A drag from 0.5 s to 1.5 s across the first time plot, handed to the
+  // page's plugins as Chart.js hands them mouse events.
+  var first = null;
+  document.querySelectorAll("figure.plot canvas").forEach(function (cv) {
+    var ch = Chart.getChart(cv);
+    if (!first && ch && specs[cv.id].time) first = ch;
+  });
+  if (first) {
+    var area = first.chartArea, xs = first.scales.x, y = (area.top + area.bottom) / 2;
+    ["mousedown", "mousemove", "mouseup"].forEach(function (type, k) {
+      first.notifyPlugins("afterEvent", { event: { type: type, x: xs.getPixelForValue(k ? 1.5 : 0.5), y: y } });
+    });
+    zoom.dragged = ranges();
+    document.querySelector(".zoom-reset").click();
   }
   var pre = document.createElement("pre");
   pre.id = "probe";
@@ -276,6 +292,12 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
   for (const auto& range : zoom.at("before")) EXPECT_EQ(range, nlohmann::json::array({0, end_s}));
   for (const auto& range : zoom.at("zoomed")) EXPECT_EQ(range, nlohmann::json::array({0.5, 1.5}));
   for (const auto& range : zoom.at("reset")) EXPECT_EQ(range, nlohmann::json::array({0, end_s}));
+  ASSERT_TRUE(zoom.contains("dragged"));
+  EXPECT_EQ(zoom.at("dragged").size(), zoom.at("before").size());
+  for (const auto& range : zoom.at("dragged")) {  // pixels to seconds and back: equal to rounding
+    EXPECT_NEAR(range.at(0).get<double>(), 0.5, 1e-9);
+    EXPECT_NEAR(range.at(1).get<double>(), 1.5, 1e-9);
+  }
 
   // Every data-key shows format_number(last key, value at the pointer).
   const std::string attr = "data-key=\"";
