@@ -17,8 +17,7 @@
   }
   function fmt(v) {
     if (v === null || !isFinite(v)) return "n/a";
-    var a = Math.abs(v);
-    return a >= 100 ? v.toFixed(1) : a >= 1 ? v.toFixed(3) : v.toPrecision(3);
+    return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(4);  // 4 significant digits
   }
   function secs(t) { return +t.toFixed(3) + " s"; }
 

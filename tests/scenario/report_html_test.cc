@@ -126,6 +126,15 @@ constexpr const char* kProbe = R"JS(<script>
         c.points.push(pt);
       });
     });
+    // Values on hover: the tooltip Chart.js shows over the first plotted point.
+    var k0 = -1, n0 = -1;
+    ch.data.datasets.forEach(function (ds, k) {
+      if (k0 < 0) ds.data.forEach(function (raw, n) { if (n0 < 0 && raw.p !== undefined) { k0 = k; n0 = n; } });
+    });
+    var el0 = ch.getDatasetMeta(k0).data[n0];
+    ch.tooltip.setActiveElements([{ datasetIndex: k0, index: n0 }], { x: el0.x, y: el0.y });
+    c.tooltip = [].concat(ch.tooltip.title || []).concat(ch.tooltip.body.map(function (b) { return b.lines.join(" "); }));
+    c.legend = ch.legend.legendItems.length;
   });
   function ranges() {
     var r = [];
@@ -219,6 +228,15 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
     ASSERT_TRUE(c.at("drawn").get<bool>()) << canvas << ": no Chart.js chart on this canvas";
     ASSERT_FALSE(c.at("points").empty()) << canvas << " plots nothing";
     drawn_plots.insert(fig);
+    EXPECT_GE(c.at("legend").get<size_t>(), 1u) << canvas << ": a legend to toggle series";
+    std::string tooltip;
+    for (const auto& line : c.at("tooltip")) tooltip += line.get<std::string>() + "\n";
+    EXPECT_NE(tooltip.find(fig == "plot-latency" ? " us" : fig == "plot-retained" || fig == "plot-planes" ? " %" : " Gb/s"),
+              std::string::npos)
+        << canvas << ": hovering shows no value with its unit:\n" << tooltip;
+    if (fig == "plot-goodput" || fig == "plot-planes") {
+      EXPECT_NE(tooltip.find("t = "), std::string::npos) << canvas << ": hovering shows no interval:\n" << tooltip;
+    }
     if (fig == "plot-goodput") {
       EXPECT_EQ(c.at("x_title"), "time (s)") << canvas;
       EXPECT_EQ(c.at("y_title"), "goodput (Gb/s)") << canvas;
