@@ -4,6 +4,8 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git chromium
+  # report.html embeds Chart.js from this package (scenario/CMakeLists.txt)
+  libjs-chart.js
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
   # datapath and control plane (detected at configure time, reported if absent)

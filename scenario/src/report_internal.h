@@ -1,6 +1,5 @@
 // Private to the report sources (scenario/src/report_*.cc): what the pieces of
-// the report share, in namespace report_internal. The chart kit the plots draw
-// with is in report_svg.h.
+// the report share, in namespace report_internal.
 //
 // Reports of a scenario run: report.json, timeseries.csv, report.html and the
 // terminal summary (report.h).
@@ -9,9 +8,11 @@
 //                      the page's data-key spans
 //   report_derive.cc   metrics derived from the runs (Derived)
 //   report_data.cc     report.json, timeseries.csv, write_report()
-//   report_svg.cc      the SVG chart kit (report_svg.h)
-//   report_plots.cc    the five plots and the colour of each job
-//   report_page.cc     CSS and report.html
+//   report_plots.cc    the five plots (Chart.js specs) and the colour of each job
+//   report_charts.js   the page's script: draws the specs with Chart.js, adds
+//                      fault-event markers and the time-axis zoom
+//   report_page.cc     CSS and report.html, with Chart.js and report_charts.js
+//                      embedded at build time (chartjs_embed.h, generated)
 //   report_summary.cc  the terminal summary table
 #pragma once
 
@@ -23,9 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "metaroce/scenario/report.h"
 
 namespace metaroce::scenario::report_internal {
+
+using ojson = nlohmann::ordered_json;
 
 // ------------------------------------------------------------------ text (report_format.cc)
 
@@ -89,13 +94,22 @@ struct Style {
 // Colour per job by transport: MetaRoCE blues, RoCEv2 oranges, others green/purple.
 std::map<std::string, Style> job_styles(const Derived& d);
 
-// Each returns one <svg> element.
-std::string plot_goodput(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
-std::string plot_retained(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
-std::string plot_goodput_bars(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
-std::string plot_planes(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+// One plot on the page: a <figure id="plot-..."> holding a <canvas> per chart
+// (or a note when there is nothing to plot), and the specs report_charts.js
+// draws those canvases from. A spec names its canvas, axes (title, type,
+// range), datasets of points {x, y, p: JSON pointer into report.json} with
+// "from_json" saying how y follows from that number, and fault events.
+struct Plot {
+  std::string html;
+  ojson charts = ojson::array();
+};
+
+Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+Plot plot_retained(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+Plot plot_goodput_bars(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
+Plot plot_planes(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
 // *shown: the indices of the runs plotted (those with latency samples).
-std::string plot_latency(const Report& r, const Derived& d, const std::map<std::string, Style>& styles,
-                         std::vector<size_t>* shown);
+Plot plot_latency(const Report& r, const Derived& d, const std::map<std::string, Style>& styles,
+                  std::vector<size_t>* shown);
 
 }  // namespace metaroce::scenario::report_internal

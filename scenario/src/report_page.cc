@@ -1,6 +1,8 @@
 // report.html: the CSS and the page, assembled from the header, verdict, key
 // figures per job, the plots (report_plots.cc) with their tables, the runs and
-// assertions tables and the scenario YAML.
+// assertions tables and the scenario YAML; at its end the scripts that draw
+// the plots: Chart.js and report_charts.js (embedded at build time,
+// chartjs_embed.h) and the plot specs as JSON.
 
 #include <algorithm>
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "chartjs_embed.h"
 #include "metaroce/scenario/report.h"
 #include "report_internal.h"
 
@@ -43,7 +46,19 @@ h2{font-size:18px;margin:0 0 6px}
 .kf .small{font-size:12px;color:#495057}
 section.card{background:#fff;border:1px solid #dee2e6;border-radius:8px;padding:16px 18px;margin:0 0 18px}
 .note{font-size:13px;color:#495057;margin:0 0 10px}
-svg{display:block;max-width:100%;height:auto}
+figure.plot{margin:0 0 10px}
+.chart{position:relative;height:380px;margin:6px 0}
+.chart.small{height:270px}
+.chart canvas{display:block}
+.panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:10px 16px}
+.panels.two{grid-template-columns:repeat(auto-fill,minmax(520px,1fr))}
+.empty{padding:28px;text-align:center;color:#868e96;border:1px dashed #dee2e6;border-radius:6px;margin:6px 0}
+.zoom{font-size:12px;color:#495057;margin:0 0 4px}
+.zoom input{width:90px;font:inherit;padding:1px 4px}
+.zoom button{font:inherit;padding:1px 8px;cursor:pointer}
+.zoom .hint{color:#868e96}
+ol.events{font-size:12px;color:#495057;margin:6px 0 0;padding-left:24px;columns:2 320px}
+ol.events .t{color:#868e96}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:5px 9px;border-bottom:1px solid #e9ecef;text-align:left;vertical-align:top}
 th{background:#f8f9fa;font-weight:600;white-space:nowrap}
@@ -74,6 +89,12 @@ std::string state_html(const RunResult& run) {
 std::string report_html(const Report& r) {
   const Derived d = derive(r);
   const auto styles = job_styles(d);
+  // The specs of every chart on the page, drawn by report_charts.js at the end.
+  ojson charts = ojson::array();
+  auto place = [&charts](Plot plot) {
+    for (auto& c : plot.charts) charts.push_back(std::move(c));
+    return std::move(plot.html);
+  };
   std::ostringstream h;
   const std::string title = r.scenario_name.empty() ? std::string("scenario") : r.scenario_name;
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -208,15 +229,16 @@ std::string report_html(const Report& r) {
   h << "<section class=\"card\"><h2>Goodput over time</h2><p class=\"note\">Goodput per measurement interval"
     << (d.sweep ? ", one panel per sweep value" : "")
     << (d.sweep_values.size() > 9 ? " (9 of " + std::to_string(d.sweep_values.size()) + " values, first and last included)" : "")
-    << ". Dashed vertical lines mark the fault events.</p>\n"
-    << plot_goodput(r, d, styles) << "</section>\n";
+    << ". Dashed vertical lines mark the fault events (numbered when their labels do not fit; the key is below). "
+       "Hover for values, click a legend entry to hide or show its series.</p>\n"
+    << place(plot_goodput(r, d, styles)) << "</section>\n";
 
   // 2. Retained vs sweep value, or goodput per run.
   if (d.sweep) {
     h << "<section class=\"card\"><h2>Retained throughput vs " << esc(sweep_axis_title(d.parameter))
       << "</h2><p class=\"note\">Retained = goodput of a run / goodput of the same job at the first sweep value ("
       << esc(sweep_label(d.parameter, d.sweep_values.empty() ? 0 : d.sweep_values.front())) << ").</p>\n"
-      << plot_retained(r, d, styles);
+      << place(plot_retained(r, d, styles));
     h << "<table><thead><tr><th>job</th><th>transport</th>";
     for (double v : d.sweep_values) h << "<th class=\"n\">" << esc(d.parameter) << " " << esc(sweep_label(d.parameter, v)) << "</th>";
     h << "</tr></thead><tbody>\n";
@@ -240,17 +262,17 @@ std::string report_html(const Report& r) {
     h << "<section class=\"card\"><h2>Goodput per run</h2><p class=\"note\">Mean goodput over the whole run"
       << "; where the run had fault events, also the mean during the fault window (first to last event) and the "
          "share of the pre-fault goodput it retained.</p>\n"
-      << plot_goodput_bars(r, d, styles) << "</section>\n";
+      << place(plot_goodput_bars(r, d, styles)) << "</section>\n";
   }
 
   // 3. Per-plane load.
   h << "<section class=\"card\"><h2>Load per plane</h2><p class=\"note\">Utilisation of each plane per interval "
-       "(bytes forwarded x 8 / (interval x plane rate)); one row per plane, one map per run.</p>\n"
-    << plot_planes(r, d, styles) << "</section>\n";
+       "(bytes forwarded x 8 / (interval x plane rate)) in percent; one line per plane, one plot per run.</p>\n"
+    << place(plot_planes(r, d, styles)) << "</section>\n";
 
   // 4. Latency.
   std::vector<size_t> shown;
-  const std::string lat = plot_latency(r, d, styles, &shown);
+  const std::string lat = place(plot_latency(r, d, styles, &shown));
   h << "<section class=\"card\"><h2>Latency percentiles</h2><p class=\"note\">Median, p99 and p99.9 operation "
        "latency per run in microseconds (log scale).";
   std::vector<std::string> skipped;
@@ -378,7 +400,21 @@ std::string report_html(const Report& r) {
     << "</pre></details>\n";
   h << "<footer>Generated by metaroce-testbed" << (r.version.empty() ? "" : " " + esc(r.version))
     << ". Full data: report.json and timeseries.csv next to this file.</footer>\n";
-  h << "</main>\n</body>\n</html>\n";
+  h << "</main>\n";
+  // The plot specs as JSON inside <script>: "<", ">" and "&" only occur in
+  // its strings, where \u escapes keep any "</script>" in the report's text
+  // from ending the element.
+  std::string spec = charts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string safe;
+  safe.reserve(spec.size());
+  for (const char c : spec) {
+    if (c == '<') safe += "\\u003c";
+    else if (c == '>') safe += "\\u003e";
+    else if (c == '&') safe += "\\u0026";
+    else safe += c;
+  }
+  h << "<script>" << kChartJs << "</script>\n<script type=\"application/json\" id=\"report-plots\">" << safe
+    << "</script>\n<script>" << kReportChartsJs << "</script>\n</body>\n</html>\n";
   return h.str();
 }
 

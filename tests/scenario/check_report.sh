@@ -54,7 +54,25 @@ for run in r["runs"]:
     assert run["intervals"], "run without intervals: " + run["job"]
     assert run["verify_failures"] == 0, "%s: %d messages failed verification" % (run["job"], run["verify_failures"])
 html = open(out + "/report.html").read()
-assert html.count("<svg") >= 3, "plots missing"
+# The plots: Chart.js specs (JSON in the page) for at least three canvases,
+# every plotted value its report.json number in the plot's unit.
+spec_tag = '<script type="application/json" id="report-plots">'
+assert spec_tag in html, "plots missing"
+begin = html.index(spec_tag) + len(spec_tag)
+charts = json.loads(html[begin:html.index("</script>", begin)])
+assert len(charts) >= 3 and html.count("<canvas") == len(charts), "plots missing"
+def at(pointer):
+    v = r
+    for part in pointer.split("/")[1:]:
+        v = v[int(part)] if isinstance(v, list) else v[part]
+    return v
+for c in charts:
+    values = [(p, ds["from_json"]) for ds in c["datasets"] for p in ds["points"] if "p" in p]
+    assert values, "plot %s is empty" % c["canvas"]
+    for p, f in values:
+        want = at(p["p"])
+        want = want / f["div"] if "div" in f else want * f["mul"] if "mul" in f else want
+        assert p["y"] == want, "%s: plotted %r, report.json %r" % (p["p"], p["y"], want)
 rows = open(out + "/timeseries.csv").read().splitlines()
 assert len(rows) > len(r["runs"]), "time series too short"
 print("report ok: %d runs, %d assertions, all passed: %s" % (len(r["runs"]), len(r["assertions"]),

@@ -348,20 +348,35 @@ TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
   const ms::Report r = make_sweep_report("rocev2<script>alert(1)</script>");
   const std::string html = ms::report_html(r);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
-  EXPECT_EQ(count(html, "<svg"), 4u);
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), count(html, "</figure>"));
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), 4u);
   for (const char* id : {"plot-goodput", "plot-retained", "plot-planes", "plot-latency"})
-    EXPECT_NE(html.find("<svg id=\"" + std::string(id) + "\" role=\"img\" aria-label=\""), std::string::npos) << id;
+    EXPECT_NE(html.find("<figure class=\"plot\" id=\"" + std::string(id) + "\" role=\"group\" aria-label=\""),
+              std::string::npos)
+        << id;
   EXPECT_EQ(html.find("plot-goodput-bars"), std::string::npos);
-  EXPECT_EQ(count(html, "<text"), count(html, "</text>"));
+  // A canvas per chart: 3 goodput panels, 1 retained, 6 plane-load plots, 1 latency.
+  EXPECT_EQ(count(html, "<canvas"), count(html, "</canvas>"));
+  EXPECT_EQ(count(html, "<canvas"), 11u);
   EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
   EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
-  // No raw markup from names, the description or the YAML.
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // No raw markup from names, the description or the YAML: the only scripts
+  // are the page's three (Chart.js, the plot specs, report_charts.js).
+  EXPECT_EQ(count(html, "<script"), 3u);
+  EXPECT_EQ(count(html, "</script>"), 3u);
+  EXPECT_EQ(html.find("rocev2<script"), std::string::npos);
+  EXPECT_NE(html.find("rocev2\\u003cscript\\u003ealert(1)\\u003c/script\\u003e"), std::string::npos);  // in the specs
   EXPECT_NE(html.find("rocev2&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(html.find("# &lt;script&gt;alert(&#39;yaml&#39;)&lt;/script&gt; &amp; &quot;quotes&quot;"), std::string::npos);
-  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no external resources
-  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // No external resources: nothing loaded by address, and no address outside
+  // the embedded Chart.js (whose licence header names its home page).
+  const size_t lib = html.find("<script>/*!\n * Chart.js v");
+  ASSERT_NE(lib, std::string::npos) << "Chart.js is embedded";
+  const size_t lib_end = html.find("</script>", lib);
+  const std::string own = html.substr(0, lib) + html.substr(lib_end);
+  EXPECT_EQ(own.find("http://"), std::string::npos);
+  EXPECT_EQ(own.find("https://"), std::string::npos);
+  for (const char* load : {" src=", " href=", "<link", "@import", "url("}) EXPECT_EQ(html.find(load), std::string::npos) << load;
   EXPECT_NE(html.find("<details>"), std::string::npos);
   EXPECT_NE(html.find("FAIL: "), std::string::npos);
   EXPECT_NE(html.find("Skipped (0 samples): rocev2&lt;script&gt;"), std::string::npos);
@@ -379,6 +394,33 @@ TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
     EXPECT_EQ(k.text, ms::format_number(k.pointer.substr(k.pointer.rfind('/') + 1), j.at(ptr).get<double>()))
         << k.pointer;
   }
+  // Every value the charts are drawn from is its report.json number in the
+  // plot's unit (report_html_test.cc checks what Chart.js drew of them).
+  const std::string open = "<script type=\"application/json\" id=\"report-plots\">";
+  const size_t sb = html.find(open);
+  ASSERT_NE(sb, std::string::npos);
+  const size_t se = html.find("</script>", sb);
+  const auto specs = nlohmann::json::parse(html.substr(sb + open.size(), se - sb - open.size()));
+  size_t plotted = 0;
+  for (const auto& c : specs)
+    for (const auto& ds : c.at("datasets"))
+      for (const auto& pt : ds.at("points")) {
+        if (!pt.contains("p")) {
+          EXPECT_TRUE(pt.at("y").is_null()) << "a plotted value without its JSON pointer";
+          continue;
+        }
+        const nlohmann::json::json_pointer ptr(pt.at("p").get<std::string>());
+        ASSERT_TRUE(j.contains(ptr)) << ptr;
+        ASSERT_TRUE(j.at(ptr).is_number()) << ptr;
+        double want = j.at(ptr).get<double>();
+        if (ds.at("from_json").contains("div")) want /= ds.at("from_json").at("div").get<double>();
+        if (ds.at("from_json").contains("mul")) want *= ds.at("from_json").at("mul").get<double>();
+        EXPECT_EQ(pt.at("y").get<double>(), want) << ptr;
+        ++plotted;
+      }
+  // 6 runs x 8 intervals x 2 ends of a goodput step, and of 4 planes' utilisation
+  // steps; 6 retained; 15 latency bars.
+  EXPECT_EQ(plotted, 96u + 384u + 6u + 15u);
 }
 
 TEST(ReportHtml, NoSweepShowsGoodputBars) {
@@ -387,7 +429,8 @@ TEST(ReportHtml, NoSweepShowsGoodputBars) {
   for (const char* id : {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency"})
     EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
   EXPECT_EQ(html.find("plot-retained"), std::string::npos);
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(count(html, "<script"), 3u) << "the page's own three scripts, none from the description";
+  EXPECT_EQ(html.find("<script>document.title"), std::string::npos);
   EXPECT_NE(html.find("data-key=\"/derived/runs/0/fault_retained\""), std::string::npos);
   EXPECT_NE(html.find("PASS: all"), std::string::npos);
   EXPECT_NE(html.find("LIVE"), std::string::npos);
@@ -397,8 +440,10 @@ TEST(ReportHtml, EmptyReportStillRenders) {
   ms::Report r;
   r.mode = "sim";
   const std::string html = ms::report_html(r);
-  EXPECT_EQ(count(html, "<svg"), 4u);
-  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), 4u);
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), count(html, "</figure>"));
+  EXPECT_EQ(count(html, "<canvas"), 0u) << "nothing to draw: notes instead of empty charts";
+  EXPECT_NE(html.find("id=\"report-plots\">[]</script>"), std::string::npos);
   EXPECT_NE(html.find("No assertions"), std::string::npos);
   EXPECT_FALSE(ms::summary_table(r).empty());
 }

@@ -1,12 +1,14 @@
 // Reports: DIR/report.json (everything, including the scenario text, seeds
 // and version to replay), DIR/timeseries.csv (one row per run and interval)
-// and DIR/report.html (self-contained, inline SVG plots: goodput over time per
-// transport with fault events marked; retained throughput vs loss; per-plane
-// load; latency percentiles), plus a terminal summary table.
+// and DIR/report.html (one self-contained file that works offline, its plots
+// drawn by the Chart.js it embeds: goodput over time per transport with fault
+// events marked; retained throughput vs loss; per-plane load; latency
+// percentiles), plus a terminal summary table.
 //
 // Every number the page shows that also appears in report.json carries a
 // data-key attribute with its JSON pointer (e.g. data-key="/runs/0/goodput_bps")
-// and is formatted as format_number() formats it, so a test can check the page
+// and is formatted as format_number() formats it, and every plotted value
+// carries its pointer in the plot's data, so a test can check the page
 // against the JSON.
 #pragma once
 
