@@ -423,8 +423,14 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
                                            uint32_t recv_bytes, v1::ConnectionInfo* out) {
   if (auto s = need_endpoint(); !s.ok()) return s;
   if (req.peer_address().empty()) return invalid("peer_address", "is required (unix:///path or host:port of the peer daemon)");
-  v1::ConnectionParams params;
-  if (auto s = resolve_params(req.params(), &params); !s.ok()) return s;
+  v1::CreateConnectionRequest resolved = req;
+  if (auto s = resolve_params(req.params(), resolved.mutable_params()); !s.ok()) return s;
+  return create_resolved_connection(resolved, job_id, recv_bytes, out);
+}
+
+grpc::Status DaemonCore::create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id,
+                                                    uint32_t recv_bytes, v1::ConnectionInfo* out) {
+  v1::ConnectionParams params = req.params();
   {
     std::lock_guard<std::mutex> g(conns_mu_);
     if (conns_.size() >= config_.endpoint->max_connections)

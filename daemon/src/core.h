@@ -144,6 +144,9 @@ class DaemonCore {
   grpc::Status need_endpoint() const;
   grpc::Status need_fabric() const;
   grpc::Status resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const;
+  // create_connection after resolve_params (a job resolves its params once, in start_job).
+  grpc::Status create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id, uint32_t recv_bytes,
+                                          v1::ConnectionInfo* out);
   uint32_t allocate_id();
   // Peer.Release of the responder half at `address`; true when the peer answered OK.
   bool release_at_peer(const std::string& address, uint32_t responder_id, int timeout_ms);
