@@ -352,8 +352,8 @@ GoodputResult goodput(const lab::LabConfig& cfg, transport::TransportKind kind, 
     c.mtu_payload = kMtuPayload;
     c.max_message_bytes = 64 * 1024;
     c.max_outstanding_per_stream = 16;
-    c.tuning.min_rto_ns = transport::kHostClockMinRtoNs;
-    c.tuning.min_pto_ns = transport::kHostClockMinPtoNs;
+    c.tuning.min_rto_ns = transport::kParamMinRto.default_value;  // a host's real clock, as the daemon's
+    c.tuning.min_pto_ns = transport::kParamMinPto.default_value;
     transport::ConnectionConfig d = c;
     std::swap(d.local_id, d.remote_id);
     d.peer_ip = ea.ip;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client.h"
+#include "metaroce/transport/connection_params.h"
 #include "commands.h"
 #include "render.h"
 #include "units.h"
@@ -20,19 +21,14 @@ namespace metarocectl {
 
 // ---- connections ------------------------------------------------------------
 
-// Defaults sent when a flag is absent: the proto gives no "0 = default" for
-// these, so the CLI says what it wants explicitly.
-constexpr std::uint32_t kDefaultPaths = 4;
-constexpr std::uint32_t kDefaultStreams = 1;
-constexpr std::uint32_t kDefaultQueueDepth = 16;
-
+// A flag left out sends 0, which the daemon reads as the parameter's default
+// (transport/connection_params.h), so the CLI has no defaults of its own.
 v1::ConnectionParams build_params(const ConnectionFlags& f) {
   v1::ConnectionParams params;
-  const bool rocev2 = f.transport == "rocev2";
-  params.set_transport(rocev2 ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
-  params.set_paths(f.paths_option->count() > 0 ? f.paths : (rocev2 ? 1 : kDefaultPaths));
-  params.set_streams(f.streams_option->count() > 0 ? f.streams : kDefaultStreams);
-  params.set_queue_depth(f.queue_depth_option->count() > 0 ? f.queue_depth : kDefaultQueueDepth);
+  params.set_transport(f.transport == "rocev2" ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
+  params.set_paths(f.paths);
+  params.set_streams(f.streams);
+  params.set_queue_depth(f.queue_depth);
   auto size32 = [](std::string_view flag, const std::string& text) {
     const std::uint64_t bytes = parse_size_bytes(flag, text);
     if (bytes > UINT32_MAX) throw UsageError(fmt::format("{}: too large (got \"{}\")", flag, text));
@@ -45,17 +41,39 @@ v1::ConnectionParams build_params(const ConnectionFlags& f) {
   return params;
 }
 
+namespace {
+
+// "<doc>, [lo, hi] (default d)" from the table; the daemon checks the range.
+namespace mt = metaroce::transport;
+std::string count_help(const mt::ConnectionParam& p) {
+  return fmt::format("{}, [{}, {}] (default {})", p.doc, p.min, p.max, p.default_value);
+}
+std::string size_help(const mt::ConnectionParam& p, std::string_view default_text) {
+  return fmt::format("{}, [{}, {}]{} (default {})", p.doc, format_size(static_cast<std::uint64_t>(p.min)),
+                     format_size(static_cast<std::uint64_t>(p.max)),
+                     p.multiple_of > 1 ? fmt::format(", a multiple of {}", p.multiple_of) : "", default_text);
+}
+
+}  // namespace
+
 void add_connection_flags(CLI::App* sub, ConnectionFlags& f) {
   sub->add_option("--transport", f.transport, "metaroce (multipath) or rocev2 (go-back-N baseline)")
       ->check(CLI::IsMember({"metaroce", "rocev2"}))
       ->capture_default_str();
-  f.paths_option = sub->add_option("--paths", f.paths, "paths, [1, 64] (default 4; rocev2: 1)");
-  f.streams_option = sub->add_option("--streams", f.streams, "ordered streams, [1, 256] (default 1)");
-  f.queue_depth_option =
-      sub->add_option("--queue-depth", f.queue_depth, "outstanding requests per stream, [1, 1024] (default 16)");
-  sub->add_option("--mtu", f.mtu, "payload bytes per packet, [256, 8192] (default: the daemon's)");
-  sub->add_option("--max-message", f.max_message, "largest message, e.g. 4M (default 1M)");
-  sub->add_option("--min-rto", f.min_rto, "minimum retransmission timeout, e.g. 200us");
+  // The paths' default is a rule, in their doc line.
+  sub->add_option("--paths", f.paths,
+                  fmt::format("{}, [{}, {}]", mt::kParamPaths.doc, mt::kParamPaths.min, mt::kParamPaths.max));
+  sub->add_option("--streams", f.streams, count_help(mt::kParamStreams));
+  sub->add_option("--queue-depth", f.queue_depth, count_help(mt::kParamQueueDepth));
+  sub->add_option("--mtu", f.mtu,
+                  size_help(mt::kParamMtuPayload,
+                            fmt::format("the daemon's endpoint.mtu_payload, {} unless set", mt::kParamMtuPayload.default_value)));
+  sub->add_option("--max-message", f.max_message,
+                  size_help(mt::kParamMaxMessage, format_size(static_cast<std::uint64_t>(mt::kParamMaxMessage.default_value))));
+  sub->add_option("--min-rto", f.min_rto,
+                  fmt::format("{}, e.g. 200us, [{}, {}] (default: the daemon's endpoint.min_rto_ns, {})",
+                              mt::kParamMinRto.doc, format_duration_ns(mt::kParamMinRto.min),
+                              format_duration_ns(mt::kParamMinRto.max), format_duration_ns(mt::kParamMinRto.default_value)));
   sub->add_option("--first-plane", f.first_plane, "plane of path 0; path i uses (first-plane + i) % planes");
 }
 

@@ -136,12 +136,9 @@ class Context {
 
 struct ConnectionFlags {
   std::string transport = "metaroce";
-  std::uint32_t paths = 0, streams = 0, queue_depth = 0;
+  std::uint32_t paths = 0, streams = 0, queue_depth = 0;  // 0 = the daemon's default
   std::string mtu, max_message, min_rto;
   std::uint32_t first_plane = 0;
-  CLI::Option* paths_option = nullptr;
-  CLI::Option* streams_option = nullptr;
-  CLI::Option* queue_depth_option = nullptr;
 };
 
 metaroce::v1::ConnectionParams build_params(const ConnectionFlags& f);

@@ -91,6 +91,17 @@ class Reader {
       fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got '" + v + "')");
     return x;
   }
+  // An integer connection parameter, refused as every layer refuses it
+  // (transport/connection_params.h), with the file and line in front.
+  int64_t param(const YAML::Node& n, const std::string& key, const transport::ConnectionParam& p) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    bool ok = n.IsScalar() && !v.empty() && v.size() <= 18;
+    for (char c : v) ok = ok && c >= '0' && c <= '9';
+    if (!ok) fail(n, key, "must be an integer in " + p.range_text() + " (got '" + v + "')");
+    const int64_t x = std::stoll(v);
+    if (!p.accepts(x)) throw ConfigError{where(n) + p.refusal(key, x)};
+    return x;
+  }
   double real(const YAML::Node& n, const std::string& key, double lo, double hi) const {
     const std::string v = n.IsScalar() ? n.Scalar() : text(n);
     double x = NAN;
@@ -297,10 +308,9 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["frame_size"])
         e.frame_size = static_cast<uint32_t>(r.uint(n["frame_size"], "endpoint.frame_size", 1024, max_frame));
       if (n["eal_args"]) e.eal_args = r.strings(n["eal_args"], "endpoint.eal_args", 0, 64);
-      if (n["mtu_payload"])
-        e.mtu_payload = static_cast<uint32_t>(r.uint(n["mtu_payload"], "endpoint.mtu_payload", 256, e.frame_size - 128));
-      if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", transport::kMinTimerFloorNs, transport::kMaxMinRtoNs);
-      if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", transport::kMinTimerFloorNs, transport::kMaxMinRtoNs);
+      if (n["mtu_payload"]) e.mtu_payload = static_cast<uint32_t>(r.param(n["mtu_payload"], "endpoint.mtu_payload", transport::kParamMtuPayload));
+      if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", transport::kParamMinRto.min, transport::kParamMinRto.max);
+      if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", transport::kParamMinPto.min, transport::kParamMinPto.max);
       if (n["inbound_capacity_bps"])
         e.inbound_capacity_bps = r.real(n["inbound_capacity_bps"], "endpoint.inbound_capacity_bps", 0, 1.6e12);
       if (n["port_rate_bps"]) {

@@ -339,34 +339,36 @@ uint32_t DaemonCore::allocate_id() {
   }
 }
 
-grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const {
-  const EndpointSection& e = *config_.endpoint;
+grpc::Status resolve_connection_params(const v1::ConnectionParams& in, const EndpointSection& e, uint32_t planes,
+                                       v1::ConnectionParams* out) {
+  namespace t = transport;
   *out = in;
   if (in.transport() == v1::TRANSPORT_UNSPECIFIED) out->set_transport(v1::TRANSPORT_METAROCE);
   if (!v1::Transport_IsValid(out->transport())) return invalid("params.transport", "must be metaroce or rocev2");
   const bool rocev2 = out->transport() == v1::TRANSPORT_ROCEV2;
-  if (in.paths() == 0) out->set_paths(rocev2 ? 1 : 2 * endpoint_->planes());
+  // Ranges and defaults: transport/connection_params.h; 0 = the default.
+  auto check = [](const t::ConnectionParam& p, int64_t v) {
+    return p.accepts(v) ? grpc::Status::OK
+                        : grpc::Status{grpc::StatusCode::INVALID_ARGUMENT, p.refusal("params." + std::string(p.name), v)};
+  };
+  if (in.paths() == 0) out->set_paths(rocev2 ? 1 : static_cast<uint32_t>(t::kDefaultPathsPerPlane) * planes);
   if (rocev2 && out->paths() != 1)
     return invalid("params.paths", "rocev2 connections have exactly 1 path (got " + std::to_string(out->paths()) + ")");
-  if (out->paths() < 1 || out->paths() > transport::kMaxPaths)
-    return invalid("params.paths", range_text(1, transport::kMaxPaths, out->paths()));
-  if (in.streams() == 0) out->set_streams(1);
-  if (out->streams() > 256) return invalid("params.streams", range_text(1, 256, out->streams()));
-  if (in.queue_depth() == 0) out->set_queue_depth(16);
-  if (out->queue_depth() > 1024) return invalid("params.queue_depth", range_text(1, 1024, out->queue_depth()));
+  if (auto s = check(t::kParamPaths, out->paths()); !s.ok()) return s;
+  if (in.streams() == 0) out->set_streams(static_cast<uint32_t>(t::kParamStreams.default_value));
+  if (auto s = check(t::kParamStreams, out->streams()); !s.ok()) return s;
+  if (in.queue_depth() == 0) out->set_queue_depth(static_cast<uint32_t>(t::kParamQueueDepth.default_value));
+  if (auto s = check(t::kParamQueueDepth, out->queue_depth()); !s.ok()) return s;
   if (in.mtu_payload_bytes() == 0) out->set_mtu_payload_bytes(e.mtu_payload);
-  const uint32_t mtu_max = e.frame_size - 128;
-  if (out->mtu_payload_bytes() < 256 || out->mtu_payload_bytes() > mtu_max)
-    return invalid("params.mtu_payload_bytes",
-                   range_text(256, mtu_max, out->mtu_payload_bytes()) + "; the ceiling is endpoint.frame_size - 128");
-  if (in.max_message_bytes() == 0) out->set_max_message_bytes(1u << 20);
-  if (out->max_message_bytes() > (16u << 20))
-    return invalid("params.max_message_bytes", range_text(1, 16u << 20, out->max_message_bytes()));
+  if (auto s = check(t::kParamMtuPayload, out->mtu_payload_bytes()); !s.ok()) return s;
+  if (out->mtu_payload_bytes() > e.frame_size - 128)
+    return invalid("params.mtu_payload_bytes", "must be at most endpoint.frame_size - 128 = " +
+                                                   std::to_string(e.frame_size - 128) + " (got " +
+                                                   std::to_string(out->mtu_payload_bytes()) + ")");
+  if (in.max_message_bytes() == 0) out->set_max_message_bytes(static_cast<uint32_t>(t::kParamMaxMessage.default_value));
+  if (auto s = check(t::kParamMaxMessage, out->max_message_bytes()); !s.ok()) return s;
   if (in.min_rto_ns() == 0) out->set_min_rto_ns(e.min_rto_ns);
-  if (out->min_rto_ns() < transport::kMinTimerFloorNs || out->min_rto_ns() > transport::kMaxMinRtoNs)
-    return invalid("params.min_rto_ns", "must be in [" + std::to_string(transport::kMinTimerFloorNs) + ", " +
-                                            std::to_string(transport::kMaxMinRtoNs) + "] ns (got " +
-                                            std::to_string(out->min_rto_ns()) + ")");
+  if (auto s = check(t::kParamMinRto, out->min_rto_ns()); !s.ok()) return s;
   if (in.base_src_port() != 0 && (in.base_src_port() < 1024 || in.base_src_port() + out->paths() > 65536))
     return invalid("params.base_src_port",
                    range_text(1024, 65536 - out->paths(), in.base_src_port()) + " so that every path has a port");
@@ -385,16 +387,16 @@ grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::Conn
             "params: streams x 2 x queue_depth x max_message_bytes = " + std::to_string(layout.bytes()) +
                 " bytes exceeds endpoint.max_region_bytes " + std::to_string(e.max_region_bytes) +
                 " (lower queue_depth, streams or max_message_bytes)"};
-  if (out->queue_depth() > 512 && out->queue_depth() * 2 > 1024) {
-    // recv_window_messages is 2 x queue depth; the engine caps it.
-  }
   return grpc::Status::OK;
 }
 
-transport::ConnectionConfig DaemonCore::connection_config(const v1::ConnectionParams& p, uint32_t local_id,
-                                                          uint32_t remote_id, uint32_t peer_ip,
-                                                          const wire::MacAddr& peer_mac, uint16_t peer_port,
-                                                          uint32_t planes) const {
+grpc::Status DaemonCore::resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const {
+  return resolve_connection_params(in, *config_.endpoint, endpoint_->planes(), out);
+}
+
+transport::ConnectionConfig connection_config(const v1::ConnectionParams& p, const EndpointSection& e,
+                                              uint32_t local_id, uint32_t remote_id, uint32_t peer_ip,
+                                              const wire::MacAddr& peer_mac, uint16_t peer_port, uint32_t planes) {
   transport::ConnectionConfig c;
   c.transport = p.transport() == v1::TRANSPORT_ROCEV2 ? transport::TransportKind::kRoCEv2
                                                       : transport::TransportKind::kMetaRoCE;
@@ -414,7 +416,7 @@ transport::ConnectionConfig DaemonCore::connection_config(const v1::ConnectionPa
   c.max_message_bytes = p.max_message_bytes();
   c.mtu_payload = p.mtu_payload_bytes();
   c.tuning.min_rto_ns = p.min_rto_ns();
-  c.tuning.min_pto_ns = std::min<transport::Nanos>(config_.endpoint->min_pto_ns, p.min_rto_ns());
+  c.tuning.min_pto_ns = std::min<transport::Nanos>(e.min_pto_ns, p.min_rto_ns());
   return c;
 }
 
@@ -422,8 +424,14 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
                                            uint32_t recv_bytes, v1::ConnectionInfo* out) {
   if (auto s = need_endpoint(); !s.ok()) return s;
   if (req.peer_address().empty()) return invalid("peer_address", "is required (unix:///path or host:port of the peer daemon)");
-  v1::ConnectionParams params;
-  if (auto s = resolve_params(req.params(), &params); !s.ok()) return s;
+  v1::CreateConnectionRequest resolved = req;
+  if (auto s = resolve_params(req.params(), resolved.mutable_params()); !s.ok()) return s;
+  return create_resolved_connection(resolved, job_id, recv_bytes, out);
+}
+
+grpc::Status DaemonCore::create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id,
+                                                    uint32_t recv_bytes, v1::ConnectionInfo* out) {
+  v1::ConnectionParams params = req.params();
   {
     std::lock_guard<std::mutex> g(conns_mu_);
     if (conns_.size() >= config_.endpoint->max_connections)
@@ -474,7 +482,7 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
     return {grpc::StatusCode::INTERNAL, "peer " + req.peer_address() + ": answered with a malformed endpoint address"};
   }
   const uint32_t planes = std::max<uint32_t>(1, std::min(endpoint_->planes(), aresp.planes()));
-  const transport::ConnectionConfig cc = connection_config(params, id, aresp.responder_id(), *peer_ip, *peer_mac,
+  const transport::ConnectionConfig cc = connection_config(params, *config_.endpoint, id, aresp.responder_id(), *peer_ip, *peer_mac,
                                                            static_cast<uint16_t>(aresp.responder_udp_port()), planes);
   auto err = std::make_shared<std::string>();
   if (!endpoint_->channel().call([this, cc, err](transport::Nanos) {
@@ -545,7 +553,7 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
   const uint32_t planes =
       std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
   const transport::ConnectionConfig cc =
-      connection_config(params, id, req.requester_id(), *peer_ip, *peer_mac,
+      connection_config(params, *config_.endpoint, id, req.requester_id(), *peer_ip, *peer_mac,
                         static_cast<uint16_t>(req.requester_udp_port()), planes);
   struct Result {
     std::string error;

@@ -147,9 +147,9 @@ class DaemonCore {
   grpc::Status need_endpoint() const;
   grpc::Status need_fabric() const;
   grpc::Status resolve_params(const v1::ConnectionParams& in, v1::ConnectionParams* out) const;
-  transport::ConnectionConfig connection_config(const v1::ConnectionParams& p, uint32_t local_id, uint32_t remote_id,
-                                                uint32_t peer_ip, const wire::MacAddr& peer_mac, uint16_t peer_port,
-                                                uint32_t planes) const;
+  // create_connection after resolve_params (a job resolves its params once, in start_job).
+  grpc::Status create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id, uint32_t recv_bytes,
+                                          v1::ConnectionInfo* out);
   uint32_t allocate_id();
   // Peer.Release of the responder half at `address`; true when the peer answered OK.
   bool release_at_peer(const std::string& address, uint32_t responder_id, int timeout_ms);
@@ -200,6 +200,17 @@ class DaemonCore {
 };
 
 grpc::Status invalid(const std::string& field, const std::string& what);
+// The gRPC validation of ConnectionParams: fills in the defaults (0 = default;
+// paths from the endpoint's planes) and refuses, naming the field and its
+// range, what the engine would refuse (transport/connection_params.h) or the
+// endpoint cannot hold (frame_size, max_region_bytes). Runs once per
+// connection or job (DaemonCore::resolve_params).
+grpc::Status resolve_connection_params(const v1::ConnectionParams& in, const EndpointSection& e, uint32_t planes,
+                                       v1::ConnectionParams* out);
+// The engine's configuration of one half of a connection with resolved params.
+transport::ConnectionConfig connection_config(const v1::ConnectionParams& p, const EndpointSection& e,
+                                              uint32_t local_id, uint32_t remote_id, uint32_t peer_ip,
+                                              const wire::MacAddr& peer_mac, uint16_t peer_port, uint32_t planes);
 // Every entry of a path_src_ports list is a UDP source port in [1024, 65535]
 // (ConnectionParams and JobSpec alike); the error names field[i].
 grpc::Status check_src_ports(const std::string& field, const google::protobuf::RepeatedField<uint32_t>& ports);

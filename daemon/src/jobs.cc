@@ -14,6 +14,7 @@ namespace metaroce::daemon {
 struct JobRecord {
   uint64_t id = 0;
   v1::JobSpec spec;
+  v1::ConnectionParams params;  // spec.params resolved (defaults filled in) once, by start_job
   uint64_t seed = 0;
   Operation op = Operation::kWrite;
   std::vector<uint32_t> sizes;
@@ -128,6 +129,7 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
   job->seed = spec.seed() != 0 ? spec.seed() : (uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1;
   spec.set_seed(job->seed);
   job->spec = spec;
+  job->params = resolved;
   job->started_unix_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   job->started_ns = datapath::monotonic_ns();
@@ -202,7 +204,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     for (uint32_t c = 0; c < spec.connections(); ++c) {
       v1::CreateConnectionRequest req;
       req.set_peer_address(spec.peers(p));
-      *req.mutable_params() = spec.params();
+      *req.mutable_params() = job->params;
       req.mutable_params()->set_first_plane(static_cast<uint32_t>(conns.size()) % endpoint_->planes());
       if (spec.path_src_ports_size() > 0) {  // this connection's slice, validated by start_job
         const int paths = spec.path_src_ports_size() / (spec.peers_size() * static_cast<int>(spec.connections()));
@@ -211,7 +213,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       }
       req.set_seed(job->seed);
       v1::ConnectionInfo info;
-      const grpc::Status s = create_connection(req, job->id, needs_recv ? max_size : 0, &info);
+      const grpc::Status s = create_resolved_connection(req, job->id, needs_recv ? max_size : 0, &info);
       if (!s.ok()) {
         teardown(nullptr);
         job->result.set_first_error("connection to " + spec.peers(p) + ": " + s.error_message());

@@ -24,10 +24,10 @@ using transport::WcStatus;
 
 namespace {
 
-// Bounds that keep a typo from allocating the machine away: the engine allows
-// at most 4096 outstanding per stream and 4096 streams.
-constexpr uint32_t kMaxQueueDepth = 4096;
-constexpr uint32_t kMaxStreams = 4096;
+// Bounds that keep a typo from allocating the machine away: the connections'
+// own (transport/connection_params.h), as the engine checks them.
+constexpr uint32_t kMaxQueueDepth = transport::kParamQueueDepth.max;
+constexpr uint32_t kMaxStreams = transport::kParamStreams.max;
 constexpr uint64_t kMaxRegionBytes = uint64_t{1} << 30;  // per buffer
 // wr_id = connection index (12 bits) | stream (12 bits) | message index (40 bits).
 constexpr uint32_t kMaxConnections = 1u << 12;

@@ -208,7 +208,8 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
       js.dst = host_index(j->to);
       js.message_bytes = pr.sweep_parameter == "message_bytes" ? static_cast<uint32_t>(pr.sweep_value) : j->message_bytes;
       js.connections = pr.sweep_parameter == "connections" ? static_cast<uint32_t>(pr.sweep_value) : j->connections;
-      js.paths = j->transport == "rocev2" ? 1 : (j->paths ? j->paths : 2 * p.planes);
+      js.paths = j->transport == "rocev2" ? 1
+                                          : (j->paths ? j->paths : static_cast<uint32_t>(transport::kDefaultPathsPerPlane) * p.planes);
       js.seed = s.seed + p.index;
       p.jobs.push_back(js);
     }

@@ -4,6 +4,7 @@
 
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
+#include "metaroce/transport/connection_params.h"
 #include "metaroce/units/units.h"
 
 #include <yaml-cpp/yaml.h>
@@ -78,8 +79,11 @@ using detail::trim_number;
 
 constexpr Nanos kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
 constexpr uint32_t kMaxHosts = 16, kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
-constexpr uint32_t kMaxConnections = 64, kMaxPaths = 64, kMaxStreams = 64, kMaxDepth = 1024;
-constexpr uint32_t kMaxMessage = 16u << 20;
+constexpr uint32_t kMaxConnections = 64;
+// A job's connection parameters take the ranges every layer takes (transport/connection_params.h).
+constexpr uint32_t kMaxPaths = transport::kParamPaths.max, kMaxStreams = transport::kParamStreams.max,
+                   kMaxDepth = transport::kParamQueueDepth.max;
+constexpr uint32_t kMaxMessage = transport::kParamMaxMessage.max;
 constexpr double kMaxRate = 1.6e12;
 
 struct ParseError {
@@ -282,8 +286,10 @@ void Parser::topology(const YAML::Node& n, Scenario& s) const {
   if (const auto* v = m.find("ecmp_links"))
     s.ecmp_links = static_cast<uint32_t>(uint(*v, "topology.ecmp_links", 1, kMaxEcmp));
   if (const auto* v = m.find("mtu_payload")) {
-    s.mtu_payload = static_cast<uint32_t>(size(*v, "topology.mtu_payload", 256, 8192));
-    if (s.mtu_payload % 64) fail(*v, "topology.mtu_payload", "must be a multiple of 64 (got " + v->Scalar() + ")");
+    const auto& mtu = transport::kParamMtuPayload;
+    s.mtu_payload = static_cast<uint32_t>(size(*v, "topology.mtu_payload", mtu.min, mtu.max));
+    if (s.mtu_payload % mtu.multiple_of)
+      fail(*v, "topology.mtu_payload", "must be a multiple of " + std::to_string(mtu.multiple_of) + " (got " + v->Scalar() + ")");
   }
 }
 

@@ -217,8 +217,9 @@ class SimBackend final : public Backend {
         ca.recv_window_messages = std::max<uint32_t>(128, j.queue_depth);
         ca.max_message_bytes = std::max<uint32_t>(spec.message_bytes, 4096);
         ca.mtu_payload = s_.mtu_payload;
-        // Timer floors: the engine's, for an ideal clock, not the live
-        // daemons' kHostClockMinRtoNs. The simulator compresses the
+        // Timer floors: the engine's, for an ideal clock
+        // (kParamMinRto.engine_default), not the live daemons'
+        // (kParamMinRto.default_value). The simulator compresses the
         // scenario's time (sim.time_scale) but not the transport's timers,
         // so a 2 ms floor would make every reaction 50x slower against the
         // faults than live (tried: plane-failure kept 0.39, not 0.75).

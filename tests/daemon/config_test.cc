@@ -259,7 +259,7 @@ TEST(DaemonConfig, LabFabricKnowsEveryPlanesMacsAndTheLabsMtu) {
 TEST(DaemonConfig, MinRtoRangeIsTheEnginesAtBothEdges) {
   namespace mt = metaroce::transport;
   for (const char* key : {"min_rto_ns", "min_pto_ns"}) {
-    for (const mt::Nanos v : {mt::kMinTimerFloorNs, mt::kMaxMinRtoNs}) {
+    for (const mt::Nanos v : {mt::kParamMinRto.min, mt::kParamMinRto.max}) {
       std::string err;
       auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  " + key + ": " + std::to_string(v) + "ns\n", "t.yaml", &err);
       ASSERT_TRUE(c) << key << " " << v << ": " << err;
@@ -270,7 +270,7 @@ TEST(DaemonConfig, MinRtoRangeIsTheEnginesAtBothEdges) {
       cc.tuning.min_pto_ns = c->endpoint->min_pto_ns;
       EXPECT_EQ(mt::validate(cc), "") << key << " = " << v << " passed the daemon, so the engine must take it";
     }
-    for (const mt::Nanos v : {mt::kMinTimerFloorNs - 1, mt::kMaxMinRtoNs + 1}) {
+    for (const mt::Nanos v : {mt::kParamMinRto.min - 1, mt::kParamMinRto.max + 1}) {
       const std::string err = parse_error(std::string(kEndpoint) + "  " + key + ": " + std::to_string(v) + "ns\n");
       EXPECT_NE(err.find(std::string("endpoint.") + key + ": must be a duration in [10000, 50000000]"), std::string::npos)
           << err;

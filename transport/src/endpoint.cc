@@ -114,16 +114,17 @@ std::string validate(const ConnectionConfig& c) {
   if (c.remote_id == 0 || c.remote_id > id_max) return range_error("remote_id", 1, id_max, c.remote_id);
   if (c.peer_ip == 0) return "peer_ip: must be set";
   if (roce && c.paths.size() != 1) return range_error("paths (count, rocev2)", 1, 1, c.paths.size());
-  if (c.paths.empty() || c.paths.size() > kMaxPaths) return range_error("paths (count)", 1, kMaxPaths, c.paths.size());
+  if (!kParamPaths.accepts(static_cast<int64_t>(c.paths.size())))
+    return kParamPaths.refusal("paths (count)", static_cast<int64_t>(c.paths.size()));
   for (const PathConfig& p : c.paths)
     if (p.plane >= 64) return range_error("paths[].plane", 0, 63, p.plane);
-  if (c.streams == 0 || c.streams > 4096) return range_error("streams", 1, 4096, c.streams);
-  if (c.mtu_payload < 256 || c.mtu_payload > 8192 || c.mtu_payload % 64)
-    return range_error("mtu_payload (multiple of 64)", 256, 8192, c.mtu_payload);
-  if (c.max_message_bytes == 0 || c.max_message_bytes > (1u << 30))
-    return range_error("max_message_bytes", 1, 1u << 30, c.max_message_bytes);
-  if (c.max_outstanding_per_stream == 0 || c.max_outstanding_per_stream > 4096)
-    return range_error("max_outstanding_per_stream", 1, 4096, c.max_outstanding_per_stream);
+  // The caller-chosen fields: ranges from connection_params.h, as the daemon checks them.
+  if (!kParamStreams.accepts(c.streams)) return kParamStreams.refusal("streams", c.streams);
+  if (!kParamMtuPayload.accepts(c.mtu_payload)) return kParamMtuPayload.refusal("mtu_payload", c.mtu_payload);
+  if (!kParamMaxMessage.accepts(c.max_message_bytes))
+    return kParamMaxMessage.refusal("max_message_bytes", c.max_message_bytes);
+  if (!kParamQueueDepth.accepts(c.max_outstanding_per_stream))
+    return kParamQueueDepth.refusal("max_outstanding_per_stream", c.max_outstanding_per_stream);
   if (c.recv_window_messages < c.max_outstanding_per_stream || c.recv_window_messages > 8192)
     return range_error("recv_window_messages (>= max_outstanding_per_stream)", c.max_outstanding_per_stream, 8192,
                        c.recv_window_messages);
@@ -134,7 +135,9 @@ std::string validate(const ConnectionConfig& c) {
     return range_error("tuning.init_cwnd_packets", 1, t.max_cwnd_packets, t.init_cwnd_packets);
   if (t.reorder_threshold == 0 || t.reorder_threshold > 128)
     return range_error("tuning.reorder_threshold", 1, 128, t.reorder_threshold);
-  if (t.min_rto_ns <= 0 || t.max_rto_ns < t.min_rto_ns) return "tuning.min_rto_ns: must be > 0 and <= max_rto_ns";
+  if (!kParamMinRto.accepts(t.min_rto_ns)) return kParamMinRto.refusal("tuning.min_rto_ns", t.min_rto_ns);
+  if (!kParamMinPto.accepts(t.min_pto_ns)) return kParamMinPto.refusal("tuning.min_pto_ns", t.min_pto_ns);
+  if (t.max_rto_ns < t.min_rto_ns) return "tuning.max_rto_ns: must be >= min_rto_ns";
   if (t.initial_rto_ns <= 0) return "tuning.initial_rto_ns: must be > 0 (it is used within [min_rto_ns, max_rto_ns])";
   if (t.ack_every == 0 || t.ack_every > 64) return range_error("tuning.ack_every", 1, 64, t.ack_every);
   if (t.rocev2_window_packets == 0 || t.rocev2_window_packets > (1u << 22))

@@ -56,9 +56,11 @@ struct EndpointSection {
   std::string xdp_mode = "skb";            // afxdp: auto | native | skb
   uint32_t frame_size = 2048;              // [1024, 3840] for afxdp, [1024, 9216] otherwise
   std::vector<std::string> eal_args;       // dpdk: EAL arguments (default: --no-huge ... per daemon)
-  uint32_t mtu_payload = 1024;             // default payload per packet, [256, frame_size - 128]
-  transport::Nanos min_rto_ns = transport::kHostClockMinRtoNs;  // default minimum RTO, [kMinTimerFloorNs, kMaxMinRtoNs] (10 us, 50 ms)
-  transport::Nanos min_pto_ns = transport::kHostClockMinPtoNs;  // tail-loss probe floor, same range
+  // Connections' defaults; ranges in transport/connection_params.h (mtu_payload
+  // also at most frame_size - 128).
+  uint32_t mtu_payload = transport::kParamMtuPayload.default_value;
+  transport::Nanos min_rto_ns = transport::kParamMinRto.default_value;
+  transport::Nanos min_pto_ns = transport::kParamMinPto.default_value;
   double inbound_capacity_bps = 0;         // for the receiver's fair-share hint (0 = none)
   // The line rate the endpoint sends at on each plane, as a NIC does
   // (datapath::EndpointWorker): the rate of the emulated host link its ports

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/transport/connection_params.h"
+
 namespace metaroce::scenario {
 
 using Nanos = int64_t;
@@ -68,9 +70,10 @@ struct Job {
   std::string op = "write";         // write | write_imm | read | send | fetch_add | cmp_swap (sim: write only)
   uint32_t message_bytes = 65536;
   uint32_t connections = 1;         // RoCEv2: usually one per plane
-  uint32_t paths = 0;               // 0 = 2 per plane (MetaRoCE), 1 (RoCEv2)
-  uint32_t streams = 1;
-  uint32_t queue_depth = 16;
+  // Connection parameters: ranges and defaults in transport/connection_params.h.
+  uint32_t paths = 0;               // 0 = kDefaultPathsPerPlane per plane (MetaRoCE), 1 (RoCEv2)
+  uint32_t streams = transport::kParamStreams.default_value;
+  uint32_t queue_depth = transport::kParamQueueDepth.default_value;
   std::vector<std::string> with;    // jobs that run at the same time as this one (incast)
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/transport/connection_params.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::transport {
@@ -97,7 +98,7 @@ struct TransportTuning {
   double additive_increase_packets = 1.0;  // per RTT, after slow start
   double dctcp_gain = 1.0 / 16;        // EWMA gain of the CE fraction
   uint32_t reorder_threshold = 1;      // seq distance from the highest SACKed seq at which a hole counts as lost
-  Nanos min_rto_ns = 200'000;
+  Nanos min_rto_ns = kParamMinRto.engine_default;
   // RTO before a path's first RTT sample. The first flight's time is unknown
   // (16 packets of 4 KiB take 2 ms to serialise at 250 Mb/s), so a timer at
   // min_rto_ns fires on every path at start. RFC 6298 uses 1 s; a data-centre
@@ -106,7 +107,7 @@ struct TransportTuning {
   // the measured RTT too once it has a sample).
   Nanos initial_rto_ns = 10'000'000;
   Nanos max_rto_ns = 50'000'000;
-  Nanos min_pto_ns = 20'000;           // tail-loss probe after max(2 x srtt, this) without ACKs
+  Nanos min_pto_ns = kParamMinPto.engine_default;  // tail-loss probe after max(2 x srtt, this) without ACKs
   uint32_t down_after_rtos = 2;        // consecutive RTOs, while other paths are answered, that mark a path down
   Nanos probe_interval_ns = 100'000;   // first probe interval of a down path, doubling every 4 unanswered probes ...
   Nanos max_probe_interval_ns = 10'000'000;  // ... up to this: a dead plane costs little, a returning one is found fast
@@ -122,19 +123,9 @@ struct TransportTuning {
   uint32_t rocev2_window_packets = 64; // RoCEv2: fixed window of unacknowledged packets
   bool ect = true;                     // mark data packets ECT(0)
 };
-// The range callers (daemon config, gRPC ConnectionParams, CLI) may give
-// min_rto_ns and min_pto_ns: from kMinTimerFloorNs (below it a timer is
-// scheduler noise) to the default max_rto_ns, which clamps every RTO, so a
-// value the daemon accepts is one the engine accepts.
-inline constexpr Nanos kMinTimerFloorNs = 10'000;
-inline constexpr Nanos kMaxMinRtoNs = TransportTuning{}.max_rto_ns;
-// The timer floors of an endpoint on a host's real clock, where a worker can
-// be descheduled for a millisecond: the daemon's defaults (endpoint.min_rto_ns,
-// min_pto_ns). The TransportTuning defaults above are for an ideal, virtual
-// clock (the simulator). The PTO floor never exceeds the RTO floor.
-inline constexpr Nanos kHostClockMinRtoNs = 2'000'000;
-inline constexpr Nanos kHostClockMinPtoNs = 500'000;
-
+// The timer floors' ceiling (connection_params.h) is the default max_rto_ns,
+// which clamps every RTO: a larger floor would be clamped away.
+static_assert(kParamMinRto.max == TransportTuning{}.max_rto_ns && kParamMinPto.max == kParamMinRto.max);
 
 struct ConnectionConfig {
   TransportKind transport = TransportKind::kMetaRoCE;
@@ -143,16 +134,17 @@ struct ConnectionConfig {
   uint32_t peer_ip = 0;
   wire::MacAddr peer_mac{};
   uint16_t peer_udp_port = 0;  // 0: the transport's default port
-  std::vector<PathConfig> paths;  // MetaRoCE: 1..kMaxPaths, same list on both ends; RoCEv2: exactly 1
-  uint16_t streams = 1;
-  uint32_t max_outstanding_per_stream = 64;
+  // The caller-chosen fields read their defaults and ranges from connection_params.h.
+  std::vector<PathConfig> paths;  // MetaRoCE: kParamPaths, same list on both ends; RoCEv2: exactly 1
+  uint16_t streams = kParamStreams.engine_default;
+  uint32_t max_outstanding_per_stream = kParamQueueDepth.engine_default;
   uint32_t recv_window_messages = 128;  // receiver's message slots per stream (>= outstanding)
-  uint32_t max_message_bytes = 1u << 20;
-  uint32_t mtu_payload = 4096;          // payload bytes per packet, same on both ends
+  uint32_t max_message_bytes = kParamMaxMessage.engine_default;
+  uint32_t mtu_payload = kParamMtuPayload.engine_default;
   TransportTuning tuning;
 };
 
-inline constexpr size_t kMaxPaths = 64;
+inline constexpr size_t kMaxPaths = kParamPaths.max;
 
 struct EndpointConfig {
   uint32_t ip = 0;
