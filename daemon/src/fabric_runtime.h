@@ -70,6 +70,4 @@ class FabricRuntime {
   bool started_ = false;
 };
 
-emulator::LinkPatch base_patch(const emulator::LinkConfig& c);
-
 }  // namespace metaroce::daemon
