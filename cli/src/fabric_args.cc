@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "metaroce/api/link_patch_codec.h"
 #include "units.h"
 
 namespace metarocectl {
@@ -28,32 +29,32 @@ const std::vector<FabricFlagInfo>& selector_flag_infos() {
 
 const std::vector<FabricFlagInfo>& patch_flag_infos() {
   static const std::vector<FabricFlagInfo> infos = {
-      {"rate", "link rate, e.g. 25G, 100Gbit, 10Mbps", false},
-      {"prop-delay", "propagation delay, e.g. 2us", false},
-      {"loss", "loss probability, e.g. 1% or 0.01 (Bernoulli unless --loss-model says otherwise)", false},
-      {"loss-model", "none | bernoulli | correlated | gilbert_elliott | four_state", false},
-      {"loss-correlation", "correlated: probability a packet repeats the previous decision, [0, 1)", false},
-      {"ge-p", "gilbert_elliott: Good->Bad probability; four_state: p13", false},
-      {"ge-r", "gilbert_elliott: Bad->Good probability (default 1); four_state: p31 (default 1)", false},
-      {"ge-h", "gilbert_elliott: loss probability in Bad, netem's 1-h (default 1); four_state: p32 (default 0)", false},
-      {"ge-k", "gilbert_elliott: loss probability in Good, netem's 1-k (default 0); four_state: p23 (default 0)", false},
-      {"ge-p14", "four_state: p14, isolated losses (default 0)", false},
-      {"delay", "extra delay of the delay model, e.g. 100us", false},
-      {"jitter", "jitter of the delay model, e.g. 10us", false},
-      {"distribution", "jitter distribution: uniform | normal | pareto | paretonormal", false},
-      {"delay-correlation", "delay correlation, [0, 1)", false},
-      {"allow-reorder", "let jitter reorder packets (netem); FIFO otherwise", true},
-      {"reorder", "netem reorder probability (packet skips the delay)", false},
-      {"reorder-gap", "netem reorder gap", false},
-      {"reorder-correlation", "netem reorder correlation, [0, 1)", false},
-      {"holdback", "hold-back reorder probability (packet held so later ones overtake it)", false},
-      {"holdback-delay", "hold-back delay, e.g. 50us", false},
-      {"duplicate", "duplicate probability", false},
-      {"corrupt", "corrupt probability", false},
-      {"queue-bytes", "queue limit in bytes, e.g. 256K", false},
-      {"queue-packets", "queue limit in packets", false},
-      {"ecn-threshold", "ECN marking threshold in bytes (0 = off), e.g. 64K", false},
-      {"flap-period", "flap period, e.g. 1s (0 stops flapping)", false},
+      {"rate", "link rate, e.g. 25G, 100Gbit, 10Mbps", false, "rate_bps"},
+      {"prop-delay", "propagation delay, e.g. 2us", false, "prop_delay_ns"},
+      {"loss", "loss probability, e.g. 1% or 0.01 (Bernoulli unless --loss-model says otherwise)", false, "loss_probability loss.probability"},
+      {"loss-model", "none | bernoulli | correlated | gilbert_elliott | four_state", false, "loss.kind"},
+      {"loss-correlation", "correlated: probability a packet repeats the previous decision, [0, 1)", false, "loss.correlation"},
+      {"ge-p", "gilbert_elliott: Good->Bad probability; four_state: p13", false, "loss.p"},
+      {"ge-r", "gilbert_elliott: Bad->Good probability (default 1); four_state: p31 (default 1)", false, "loss.r"},
+      {"ge-h", "gilbert_elliott: loss probability in Bad, netem's 1-h (default 1); four_state: p32 (default 0)", false, "loss.h"},
+      {"ge-k", "gilbert_elliott: loss probability in Good, netem's 1-k (default 0); four_state: p23 (default 0)", false, "loss.k"},
+      {"ge-p14", "four_state: p14, isolated losses (default 0)", false, "loss.p14"},
+      {"delay", "extra delay of the delay model, e.g. 100us", false, "delay.delay_ns"},
+      {"jitter", "jitter of the delay model, e.g. 10us", false, "delay.jitter_ns"},
+      {"distribution", "jitter distribution: uniform | normal | pareto | paretonormal", false, "delay.distribution"},
+      {"delay-correlation", "delay correlation, [0, 1)", false, "delay.correlation"},
+      {"allow-reorder", "let jitter reorder packets (netem); FIFO otherwise", true, "delay.allow_reorder"},
+      {"reorder", "netem reorder probability (packet skips the delay)", false, "reorder.probability"},
+      {"reorder-gap", "netem reorder gap", false, "reorder.gap"},
+      {"reorder-correlation", "netem reorder correlation, [0, 1)", false, "reorder.correlation"},
+      {"holdback", "hold-back reorder probability (packet held so later ones overtake it)", false, "reorder_probability"},
+      {"holdback-delay", "hold-back delay, e.g. 50us", false, "reorder_delay_ns"},
+      {"duplicate", "duplicate probability", false, "duplicate_probability"},
+      {"corrupt", "corrupt probability", false, "corrupt_probability"},
+      {"queue-bytes", "queue limit in bytes, e.g. 256K", false, "queue_limit_bytes"},
+      {"queue-packets", "queue limit in packets", false, "queue_limit_packets"},
+      {"ecn-threshold", "ECN marking threshold in bytes (0 = off), e.g. 64K", false, "ecn_threshold_bytes"},
+      {"flap-period", "flap period, e.g. 1s (0 stops flapping)", false, "flap"},
       {"flap-down", "down time within each flap period, e.g. 100ms", false},
   };
   return infos;
@@ -218,12 +219,27 @@ void apply_flap(const ArgValues& values, const KeyNamer& name_of, v1::LinkPatch&
   if (period_ns > 0 && !down) {
     combination_error(fmt::format("{}: needs {}", name_of("flap-period"), name_of("flap-down")));
   }
-  if (period_ns > 0 && down_ns >= period_ns) {
-    combination_error(fmt::format("{}: must be shorter than {} (got {} >= {})", name_of("flap-down"),
-                                  name_of("flap-period"), *down, *period));
-  }
   patch.mutable_flap()->set_period_ns(period_ns);
   patch.mutable_flap()->set_down_ns(period_ns > 0 ? down_ns : 0);
+}
+
+// The daemon's own decode and range check (the emulator's validate) before
+// sending: its message, "field: problem", with the field's flag as its name.
+void check_ranges(const v1::LinkPatch& patch, const KeyNamer& name_of) {
+  metaroce::emulator::LinkPatch decoded;
+  const auto error = metaroce::api::decode_link_patch(patch, &decoded);
+  if (!error) return;
+  const size_t colon = error->find(": ");
+  const std::string_view field = std::string_view(*error).substr(0, colon == std::string::npos ? 0 : colon);
+  for (const FabricFlagInfo& info : patch_flag_infos()) {
+    std::string_view fields = info.api_fields;
+    while (!fields.empty()) {
+      const size_t space = fields.find(' ');
+      if (fields.substr(0, space) == field) throw UsageError(name_of(info.key) + error->substr(colon));
+      fields = space == std::string_view::npos ? std::string_view{} : fields.substr(space + 1);
+    }
+  }
+  throw UsageError(*error);
 }
 
 }  // namespace
@@ -276,9 +292,9 @@ v1::LinkPatch build_link_patch(const ArgValues& values, const KeyNamer& name_of)
   if (const std::string* t = find_value(values, "prop-delay"))
     patch.set_prop_delay_ns(parse_duration_ns(name_of("prop-delay"), *t));
   if (const std::string* t = find_value(values, "queue-bytes"))
-    patch.set_queue_limit_bytes(parse_size_u32(name_of, "queue-bytes", *t, 1));
+    patch.set_queue_limit_bytes(parse_size_u32(name_of, "queue-bytes", *t, 0));
   if (const std::string* t = find_value(values, "queue-packets"))
-    patch.set_queue_limit_packets(parse_u32(name_of, "queue-packets", *t, 1));
+    patch.set_queue_limit_packets(parse_u32(name_of, "queue-packets", *t));
   if (const std::string* t = find_value(values, "ecn-threshold"))
     patch.set_ecn_threshold_bytes(parse_size_u32(name_of, "ecn-threshold", *t, 0));
   apply_loss(values, name_of, patch);
@@ -293,6 +309,7 @@ v1::LinkPatch build_link_patch(const ArgValues& values, const KeyNamer& name_of)
   if (const std::string* t = find_value(values, "corrupt"))
     patch.set_corrupt_probability(parse_probability(name_of("corrupt"), *t));
   apply_flap(values, name_of, patch);
+  check_ranges(patch, name_of);
   return patch;
 }
 

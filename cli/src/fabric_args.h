@@ -28,6 +28,9 @@ struct FabricFlagInfo {
   std::string_view key;   // flag name without dashes
   std::string_view help;
   bool is_switch;         // takes no value on the command line
+  // Patch flags: the API fields (space-separated) whose errors this flag
+  // answers for, so the emulator's message can name the flag.
+  std::string_view api_fields = {};
 };
 
 // Selector keys: plane, ecmp, direction, hosts ("A,B"), host-a, host-b.
@@ -40,8 +43,10 @@ metaroce::v1::LinkSelector build_link_selector(const ArgValues& values,
                                                const KeyNamer& name_of);
 
 // Only the fields named by `values` are set. Throws UsageError on unknown
-// keys, malformed values, probabilities outside [0, 1] and inconsistent
-// combinations (e.g. --ge-p without --loss-model gilbert_elliott).
+// keys, malformed values, inconsistent combinations (e.g. --ge-p without
+// --loss-model gilbert_elliott) and values out of range; ranges are the
+// emulator's (the patch is pre-checked by the daemon's own decode,
+// api::decode_link_patch), its message under the flag's name.
 metaroce::v1::LinkPatch build_link_patch(const ArgValues& values,
                                          const KeyNamer& name_of);
 

@@ -3,6 +3,9 @@
 #include <map>
 #include <string>
 
+#include "metaroce/api/link_patch_codec.h"
+#include "metaroce/scenario/sim_backend.h"
+
 namespace v1 = metaroce::v1;
 namespace ms = metaroce::scenario;
 
@@ -19,27 +22,8 @@ v1::LinkSelector live_selector(const ms::Selector& s) {
 }
 
 v1::LinkPatch live_patch(const ms::FabricChange& c) {
-  const ms::LinkSettings& l = c.set;
-  v1::LinkPatch p;
-  if (l.loss) p.set_loss_probability(*l.loss);
-  if (l.delay_ns || l.jitter_ns) {  // delay and jitter together (uniform, FIFO), as in the simulator
-    p.mutable_delay()->set_delay_ns(l.delay_ns.value_or(0));
-    p.mutable_delay()->set_jitter_ns(l.jitter_ns.value_or(0));
-    p.mutable_delay()->set_distribution("uniform");
-  }
-  if (l.duplicate) p.set_duplicate_probability(*l.duplicate);
-  if (l.corrupt) p.set_corrupt_probability(*l.corrupt);
-  if (l.reorder) p.set_reorder_probability(*l.reorder);
-  if (l.reorder_delay_ns) p.set_reorder_delay_ns(*l.reorder_delay_ns);
-  if (l.rate_bps) p.set_rate_bps(*l.rate_bps);
-  if (l.ecn_threshold_bytes) p.set_ecn_threshold_bytes(*l.ecn_threshold_bytes);
-  if (l.queue_limit_bytes) p.set_queue_limit_bytes(*l.queue_limit_bytes);
-  if (c.up) p.set_up(*c.up);
-  if (c.flap) {
-    p.mutable_flap()->set_period_ns(c.flap->period_ns);
-    p.mutable_flap()->set_down_ns(c.flap->period_ns > 0 ? c.flap->down_ns : 0);
-  }
-  return p;
+  // Live time is scenario time: time_scale 1.
+  return metaroce::api::encode_link_patch(ms::emulator_patch(c, 1.0));
 }
 
 std::vector<v1::SetLinksRequest> live_setup(const ms::RunPlan& plan) {

@@ -13,7 +13,8 @@
 namespace metarocectl {
 
 metaroce::v1::LinkSelector live_selector(const metaroce::scenario::Selector& s);
-// The fields of a change as a Fabric API patch (set fields, up/down, flap).
+// A change as a Fabric API patch: the simulator's patch (emulator_patch at
+// time_scale 1), encoded, so a scenario means the same change in both modes.
 metaroce::v1::LinkPatch live_patch(const metaroce::scenario::FabricChange& c);
 // A run's setup: one Fabric.Set per change, in order, after a Fabric.Reset.
 std::vector<metaroce::v1::SetLinksRequest> live_setup(const metaroce::scenario::RunPlan& plan);

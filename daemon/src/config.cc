@@ -187,29 +187,48 @@ void parse_link(const Reader& r, const YAML::Node& n, const std::string& key, em
                {"rate_bps", "prop_delay_ns", "queue_limit_bytes", "queue_limit_packets", "ecn_threshold_bytes",
                 "loss_probability", "delay_ns", "jitter_ns", "duplicate_probability", "corrupt_probability",
                 "reorder_probability", "reorder_delay_ns"});
-  if (n["rate_bps"]) c->rate_bps = r.real(n["rate_bps"], key + ".rate_bps", 1e3, emulator::kMaxLinkRateBps);
-  if (n["prop_delay_ns"]) c->prop_delay_ns = r.duration_ns(n["prop_delay_ns"], key + ".prop_delay_ns", 0, 3'600'000'000'000);
-  if (n["queue_limit_bytes"])
-    c->queue_limit_bytes =
-        static_cast<uint32_t>(r.uint(n["queue_limit_bytes"], key + ".queue_limit_bytes", 1, emulator::kMaxQueueLimitBytes));
-  if (n["queue_limit_packets"])
-    c->queue_limit_packets =
-        static_cast<uint32_t>(r.uint(n["queue_limit_packets"], key + ".queue_limit_packets", 1, emulator::kMaxQueueLimitPackets));
-  if (n["ecn_threshold_bytes"])
-    c->ecn_threshold_bytes =
-        static_cast<uint32_t>(r.uint(n["ecn_threshold_bytes"], key + ".ecn_threshold_bytes", 0, emulator::kMaxQueueLimitBytes));
-  if (n["loss_probability"]) c->loss_probability = r.real(n["loss_probability"], key + ".loss_probability", 0, 1);
-  if (n["delay_ns"]) c->delay.delay_ns = r.duration_ns(n["delay_ns"], key + ".delay_ns", 0, 3'600'000'000'000);
-  if (n["jitter_ns"]) c->delay.jitter_ns = r.duration_ns(n["jitter_ns"], key + ".jitter_ns", 0, 3'600'000'000'000);
-  if (n["duplicate_probability"])
-    c->duplicate_probability = r.real(n["duplicate_probability"], key + ".duplicate_probability", 0, 1);
-  if (n["corrupt_probability"])
-    c->corrupt_probability = r.real(n["corrupt_probability"], key + ".corrupt_probability", 0, 1);
-  if (n["reorder_probability"])
-    c->reorder_probability = r.real(n["reorder_probability"], key + ".reorder_probability", 0, 1);
-  if (n["reorder_delay_ns"])
-    c->reorder_delay_ns = r.duration_ns(n["reorder_delay_ns"], key + ".reorder_delay_ns", 0, 3'600'000'000'000);
-  if (auto e = emulator::validate(*c)) r.fail(n, key, *e);
+  // Values are only parsed here; their ranges are the emulator's validate(LinkConfig), the one authority,
+  // whose message names the field.
+  auto number = [&](const char* f) {
+    const YAML::Node v = n[f];
+    const std::string t = v.IsScalar() ? v.Scalar() : Reader::text(v);
+    double x = NAN;
+    size_t used = 0;
+    try {
+      x = std::stod(t, &used);
+    } catch (...) {
+    }
+    if (!v.IsScalar() || used != t.size() || !std::isfinite(x)) r.fail(v, key + "." + f, "must be a number (got '" + t + "')");
+    return x;
+  };
+  auto duration = [&](const char* f) {
+    const YAML::Node v = n[f];
+    const std::string t = v.IsScalar() ? v.Scalar() : Reader::text(v);
+    const units::Parsed<int64_t> d = units::parse_duration_ns(v.IsScalar() ? t : "", units::BareDuration::kNanoseconds);
+    if (!v.IsScalar() || !d.ok()) r.fail(v, key + "." + f, "must be a duration, e.g. 2ms, 10us, 5000 (got '" + t + "')");
+    return d.value;
+  };
+  auto u32 = [&](const char* f) { return static_cast<uint32_t>(r.uint(n[f], key + "." + f, 0, UINT32_MAX)); };
+  if (n["rate_bps"]) c->rate_bps = number("rate_bps");
+  if (n["prop_delay_ns"]) c->prop_delay_ns = duration("prop_delay_ns");
+  if (n["queue_limit_bytes"]) c->queue_limit_bytes = u32("queue_limit_bytes");
+  if (n["queue_limit_packets"]) c->queue_limit_packets = u32("queue_limit_packets");
+  if (n["ecn_threshold_bytes"]) c->ecn_threshold_bytes = u32("ecn_threshold_bytes");
+  if (n["loss_probability"]) c->loss_probability = number("loss_probability");
+  if (n["delay_ns"]) c->delay.delay_ns = duration("delay_ns");
+  if (n["jitter_ns"]) c->delay.jitter_ns = duration("jitter_ns");
+  if (n["duplicate_probability"]) c->duplicate_probability = number("duplicate_probability");
+  if (n["corrupt_probability"]) c->corrupt_probability = number("corrupt_probability");
+  if (n["reorder_probability"]) c->reorder_probability = number("reorder_probability");
+  if (n["reorder_delay_ns"]) c->reorder_delay_ns = duration("reorder_delay_ns");
+  if (auto e = emulator::validate(*c)) {
+    // "delay.jitter_ns: must be ..." -> at the key as written here (jitter_ns).
+    const size_t colon = e->find(": ");
+    std::string field = e->substr(0, colon == std::string::npos ? 0 : colon);
+    if (field.rfind("delay.", 0) == 0) field.erase(0, 6);
+    const YAML::Node at = !field.empty() && n[field] ? n[field] : n;
+    r.fail(at, field.empty() ? key : key + "." + field, colon == std::string::npos ? *e : e->substr(colon + 2));
+  }
 }
 
 DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& dir) {

@@ -1,10 +1,10 @@
 // Fabric calls: API messages to emulator selectors and patches, and back.
 #include <spdlog/spdlog.h>
 
-#include <map>
 #include <utility>
 
 #include "core.h"
+#include "metaroce/api/link_patch_codec.h"
 #include "metaroce/daemon/fabric_api.h"
 #include "request_limits.h"
 
@@ -20,18 +20,12 @@ grpc::Status invalid_at(const std::string& field, const std::string& message) {
   return invalid(field + "." + message.substr(0, colon), message.substr(colon + 2));
 }
 
-bool patch_empty(const emulator::LinkPatch& p) {
-  return !p.rate_bps && !p.prop_delay_ns && !p.queue_limit_bytes && !p.queue_limit_packets && !p.ecn_threshold_bytes &&
-         !p.loss && !p.delay && !p.reorder && !p.reorder_probability && !p.reorder_delay_ns &&
-         !p.duplicate_probability && !p.corrupt_probability && !p.up && !p.flap;
-}
-
 }  // namespace
 
-// The API's selector and patch are decoded here (names to enums, the API's
-// shape rules); every range is the emulator's: validate(LinkSelector) and
-// validate(LinkPatch) are the one authority, and their message is returned
-// under the request's field path.
+// The API's selector is decoded here (names to enums, the API's shape rules),
+// its patch by the shared codec (api::decode_link_patch); every range is the
+// emulator's: validate(LinkSelector) and validate(LinkPatch) are the one
+// authority, and their message is returned under the request's field path.
 grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSection& f, emulator::LinkSelector* out,
                                   const std::string& field) {
   if (in.has_plane()) out->plane = in.plane();
@@ -50,85 +44,7 @@ grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSectio
 }
 
 grpc::Status to_emulator_patch(const v1::LinkPatch& in, emulator::LinkPatch* out, const std::string& field) {
-  if (in.has_rate_bps()) out->rate_bps = in.rate_bps();
-  if (in.has_prop_delay_ns()) out->prop_delay_ns = in.prop_delay_ns();
-  if (in.has_queue_limit_bytes()) out->queue_limit_bytes = in.queue_limit_bytes();
-  if (in.has_queue_limit_packets()) out->queue_limit_packets = in.queue_limit_packets();
-  if (in.has_ecn_threshold_bytes()) out->ecn_threshold_bytes = in.ecn_threshold_bytes();
-  // loss_probability is the API's shorthand for a Bernoulli loss model.
-  const bool loss_from_shorthand = !(in.has_loss() && !in.loss().kind().empty());
-  if (in.has_loss_probability()) {
-    emulator::LossConfig l;
-    l.kind = in.loss_probability() > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
-    l.probability = in.loss_probability();
-    out->loss = l;
-  }
-  // The API names a model's parameters p, r, h, k, p14 (netem's names); the emulator's fields, by model:
-  std::map<std::string, std::string> loss_names;
-  if (in.has_loss() && !in.loss().kind().empty()) {
-    const auto& m = in.loss();
-    emulator::LossConfig l;
-    using K = emulator::LossConfig::Kind;
-    if (m.kind() == "none") l.kind = K::kNone;
-    else if (m.kind() == "bernoulli") l.kind = K::kBernoulli;
-    else if (m.kind() == "correlated") l.kind = K::kCorrelated;
-    else if (m.kind() == "gilbert_elliott") l.kind = K::kGilbertElliott;
-    else if (m.kind() == "four_state") l.kind = K::kFourState;
-    else return invalid(field + ".loss.kind", "must be none, bernoulli, correlated, gilbert_elliott or four_state (got " + quote_value(m.kind()) + ")");
-    l.probability = m.probability();
-    l.correlation = m.correlation();
-    if (l.kind == K::kGilbertElliott) {
-      l.ge_p = m.p(), l.ge_r = m.r(), l.ge_1_h = m.h(), l.ge_1_k = m.k();
-      if (m.h() == 0 && m.k() == 0) l.ge_1_h = 1;  // simple Gilbert: every packet in Bad is lost
-      loss_names = {{"loss.ge_p", "loss.p"}, {"loss.ge_r", "loss.r"}, {"loss.ge_1_h", "loss.h"}, {"loss.ge_1_k", "loss.k"}};
-    } else if (l.kind == K::kFourState) {
-      l.p13 = m.p(), l.p31 = m.r(), l.p32 = m.h(), l.p23 = m.k(), l.p14 = m.p14();
-      loss_names = {{"loss.p13", "loss.p"}, {"loss.p31", "loss.r"}, {"loss.p32", "loss.h"}, {"loss.p23", "loss.k"}};
-    }
-    out->loss = l;
-  }
-  if (in.has_delay()) {
-    const auto& d = in.delay();
-    emulator::DelayConfig c;
-    c.delay_ns = d.delay_ns();
-    c.jitter_ns = d.jitter_ns();
-    using D = emulator::DelayConfig::Distribution;
-    if (d.distribution().empty() || d.distribution() == "uniform") c.distribution = D::kUniform;
-    else if (d.distribution() == "normal") c.distribution = D::kNormal;
-    else if (d.distribution() == "pareto") c.distribution = D::kPareto;
-    else if (d.distribution() == "paretonormal") c.distribution = D::kParetoNormal;
-    else return invalid(field + ".delay.distribution", "must be uniform, normal, pareto or paretonormal (got " + quote_value(d.distribution()) + ")");
-    c.correlation = d.correlation();
-    c.allow_reorder = d.allow_reorder();
-    out->delay = c;
-  }
-  if (in.has_reorder()) {
-    emulator::ReorderConfig c;
-    c.probability = in.reorder().probability();
-    c.correlation = in.reorder().correlation();
-    c.gap = in.reorder().gap();
-    out->reorder = c;
-  }
-  if (in.has_reorder_probability()) out->reorder_probability = in.reorder_probability();
-  if (in.has_reorder_delay_ns()) out->reorder_delay_ns = in.reorder_delay_ns();
-  if (in.has_duplicate_probability()) out->duplicate_probability = in.duplicate_probability();
-  if (in.has_corrupt_probability()) out->corrupt_probability = in.corrupt_probability();
-  if (in.has_up()) out->up = in.up();
-  if (in.has_flap()) {
-    emulator::FlapConfig c;
-    c.period_ns = in.flap().period_ns();
-    c.down_ns = in.flap().down_ns();
-    out->flap = c;
-  }
-  if (auto e = emulator::validate(*out)) {
-    // "loss.ge_p: must be ..." -> "<field>.loss.p: must be ...", the name the caller used.
-    std::string msg = *e;
-    for (const auto& [ours, theirs] : loss_names)
-      for (size_t at = msg.find(ours); at != std::string::npos; at = msg.find(ours, at + theirs.size()))
-        msg.replace(at, ours.size(), theirs);
-    if (in.has_loss_probability() && loss_from_shorthand && msg.rfind("loss.probability:", 0) == 0) msg = "loss_probability" + msg.substr(16);
-    return invalid_at(field, msg);
-  }
+  if (auto e = api::decode_link_patch(in, out)) return invalid_at(field, *e);
   return grpc::Status::OK;
 }
 
@@ -147,7 +63,7 @@ grpc::Status to_emulator_timeline(const v1::LoadTimelineRequest& req, const Fabr
     switch (e.action_case()) {
       case v1::TimelineEvent::kSet:
         if (auto s = to_emulator_patch(e.set(), &te.patch, f + ".set"); !s.ok()) return s;
-        if (patch_empty(te.patch)) return invalid(f + ".set", "names no field to change");
+        if (te.patch == emulator::LinkPatch{}) return invalid(f + ".set", "names no field to change");
         break;
       case v1::TimelineEvent::kDown: te.patch.up = false; break;
       case v1::TimelineEvent::kUp: te.patch.up = true; break;
@@ -208,11 +124,11 @@ grpc::Status DaemonCore::fabric_show(v1::FabricState* out) {
     const auto& c = l.config;
     ls->set_rate_bps(c.rate_bps);
     ls->set_prop_delay_ns(c.prop_delay_ns);
-    const bool prob_kind = c.loss.kind == emulator::LossConfig::Kind::kBernoulli ||
-                           c.loss.kind == emulator::LossConfig::Kind::kCorrelated;
-    ls->set_loss_probability(prob_kind ? c.loss.probability : c.loss_probability);
-    ls->set_loss_kind(c.loss.kind == emulator::LossConfig::Kind::kNone && c.loss_probability > 0 ? "bernoulli"
-                                                                                                 : loss_kind_name(c.loss.kind));
+    const emulator::LossConfig loss = emulator::effective_loss(c);
+    const bool prob_kind = loss.kind == emulator::LossConfig::Kind::kBernoulli ||
+                           loss.kind == emulator::LossConfig::Kind::kCorrelated;
+    ls->set_loss_probability(prob_kind ? loss.probability : 0);
+    ls->set_loss_kind(loss_kind_name(loss.kind));
     ls->set_delay_ns(c.delay.delay_ns);
     ls->set_jitter_ns(c.delay.jitter_ns);
     ls->set_reorder_probability(c.reorder_probability > 0 ? c.reorder_probability : c.reorder.probability);
@@ -237,7 +153,7 @@ grpc::Status DaemonCore::fabric_set(const v1::LinkSelector& sel, const v1::LinkP
   if (auto s = to_emulator_selector(sel, *config_.fabric, &es); !s.ok()) return s;
   emulator::LinkPatch ep;
   if (auto s = to_emulator_patch(patch, &ep); !s.ok()) return s;
-  if (patch_empty(ep)) return invalid("patch", "names no field to change (set at least one, e.g. loss_probability)");
+  if (ep == emulator::LinkPatch{}) return invalid("patch", "names no field to change (set at least one, e.g. loss_probability)");
   transport::Nanos at = 0;
   uint32_t n = 0;
   if (auto e = fabric_->apply(es, ep, &at, &n); !e.empty()) return invalid("patch", e);

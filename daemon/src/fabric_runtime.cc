@@ -10,30 +10,6 @@
 
 namespace metaroce::daemon {
 
-emulator::LinkPatch base_patch(const emulator::LinkConfig& c) {
-  emulator::LinkPatch p;
-  p.rate_bps = c.rate_bps;
-  p.prop_delay_ns = c.prop_delay_ns;
-  p.queue_limit_bytes = c.queue_limit_bytes;
-  p.queue_limit_packets = c.queue_limit_packets;
-  p.ecn_threshold_bytes = c.ecn_threshold_bytes;
-  emulator::LossConfig loss = c.loss;
-  if (c.loss_probability > 0 && loss.kind == emulator::LossConfig::Kind::kNone) {
-    loss.kind = emulator::LossConfig::Kind::kBernoulli;
-    loss.probability = c.loss_probability;
-  }
-  p.loss = loss;
-  p.delay = c.delay;
-  p.reorder = c.reorder;
-  p.reorder_probability = c.reorder_probability;
-  p.reorder_delay_ns = c.reorder_delay_ns;
-  p.duplicate_probability = c.duplicate_probability;
-  p.corrupt_probability = c.corrupt_probability;
-  p.up = true;
-  p.flap = emulator::FlapConfig{};
-  return p;
-}
-
 std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config, const std::string& daemon_name,
                                                     std::string* error, bool own_thread) {
   std::unique_ptr<FabricRuntime> rt(new FabricRuntime(config));
@@ -130,11 +106,10 @@ std::string FabricRuntime::reset(transport::Nanos* at, uint32_t* links_changed) 
     uint32_t changed = 0;
   };
   auto r = std::make_shared<Result>();
-  const emulator::LinkPatch patch = base_patch(config_.ecmp);
-  if (!channel_.call([this, r, patch](transport::Nanos now) {
+  if (!channel_.call([this, r](transport::Nanos now) {
         r->at = now;
         node_->load_timeline(emulator::Timeline{});
-        if (auto e = node_->fabric().apply(emulator::LinkSelector{}, patch, now, &r->changed)) r->error = *e;
+        r->changed = node_->fabric().reset_ecmp_links(now);
       }))
     return "fabric worker did not answer within 5 s";
   *at = r->at;

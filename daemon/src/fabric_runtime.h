@@ -73,6 +73,4 @@ class FabricRuntime {
   std::shared_ptr<datapath::CaptureTap> capture_;  // worker thread only
 };
 
-emulator::LinkPatch base_patch(const emulator::LinkConfig& c);
-
 }  // namespace metaroce::daemon

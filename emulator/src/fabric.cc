@@ -120,6 +120,7 @@ void apply_patch(const LinkPatch& patch, LinkConfig& c) {
   if (patch.queue_limit_bytes) c.queue_limit_bytes = *patch.queue_limit_bytes;
   if (patch.queue_limit_packets) c.queue_limit_packets = *patch.queue_limit_packets;
   if (patch.ecn_threshold_bytes) c.ecn_threshold_bytes = *patch.ecn_threshold_bytes;
+  if (patch.loss_probability) c.loss_probability = *patch.loss_probability, c.loss = LossConfig{};
   if (patch.loss) c.loss = *patch.loss, c.loss_probability = 0;
   if (patch.delay) c.delay = *patch.delay;
   if (patch.reorder) c.reorder = *patch.reorder;
@@ -186,6 +187,11 @@ std::optional<std::string> Fabric::apply(const LinkSelector& sel, const LinkPatc
   for (auto& [l, c] : staged) l->reconfigure(c, now);
   if (links_changed) *links_changed = static_cast<uint32_t>(staged.size());
   return std::nullopt;
+}
+
+uint32_t Fabric::reset_ecmp_links(Nanos now) {
+  for (Link& l : ecmp_) l.reconfigure(config_.ecmp, now);
+  return static_cast<uint32_t>(ecmp_.size());
 }
 
 std::optional<std::string> Fabric::set_port_config(uint32_t plane, const LinkConfig& c) {

@@ -56,6 +56,14 @@ std::optional<std::string> validate(const LinkConfig& c) {
   return std::nullopt;
 }
 
+LossConfig effective_loss(const LinkConfig& c) {
+  if (c.loss.kind != LossConfig::Kind::kNone || !(c.loss_probability > 0)) return c.loss;
+  LossConfig bernoulli = c.loss;
+  bernoulli.kind = LossConfig::Kind::kBernoulli;
+  bernoulli.probability = c.loss_probability;
+  return bernoulli;
+}
+
 const char* drop_cause_name(DropCause c) {
   switch (c) {
     case DropCause::kNone: return "none";
@@ -71,11 +79,7 @@ const char* drop_cause_name(DropCause c) {
 Link::Link(const LinkConfig& config, uint64_t seed) : config_(config), rng_(seed) { build_models(); }
 
 void Link::build_models() {
-  LossConfig l = config_.loss;
-  if (l.kind == LossConfig::Kind::kNone && config_.loss_probability > 0) {
-    l.kind = LossConfig::Kind::kBernoulli;
-    l.probability = config_.loss_probability;
-  }
+  const LossConfig l = effective_loss(config_);
   loss_ = LossModel(l);
   delay_ = DelayModel(config_.delay);
   reorder_ = Reorderer(config_.reorder);

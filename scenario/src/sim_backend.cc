@@ -30,15 +30,10 @@ emulator::LinkSelector sim_selector(const Selector& s) {
   return out;
 }
 
-emulator::LinkPatch sim_patch(const FabricChange& c, double time_scale) {
+emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale) {
   const LinkSettings& l = c.set;
   emulator::LinkPatch p;
-  if (l.loss) {
-    emulator::LossConfig loss;
-    loss.kind = *l.loss > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
-    loss.probability = *l.loss;
-    p.loss = loss;
-  }
+  p.loss_probability = l.loss;
   if (l.delay_ns || l.jitter_ns) {  // delay and jitter together (uniform, FIFO), as live
     emulator::DelayConfig d;
     d.delay_ns = l.delay_ns.value_or(0);
@@ -67,7 +62,7 @@ emulator::LinkPatch sim_patch(const FabricChange& c, double time_scale) {
 emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale) {
   emulator::Timeline tl;
   for (const FabricChange& c : plan.timeline)
-    tl.set(std::llround(static_cast<double>(c.at_ns) * time_scale), sim_selector(c.selector), sim_patch(c, time_scale),
+    tl.set(std::llround(static_cast<double>(c.at_ns) * time_scale), sim_selector(c.selector), emulator_patch(c, time_scale),
            c.label);
   return tl;
 }
@@ -160,7 +155,7 @@ class SimBackend final : public Backend {
     run_->planes = fc.planes;
     // The setup changes every ECMP link; the host ports take the same queue and marking settings.
     for (const FabricChange& c : plan.setup) {
-      const emulator::LinkPatch p = sim_patch(c, s_.sim.time_scale);
+      const emulator::LinkPatch p = emulator_patch(c, s_.sim.time_scale);
       if (auto e = run_->fabric.apply(sim_selector(c.selector), p, 0)) throw std::invalid_argument(c.label + ": " + *e);
       if (c.selector.plane || c.selector.ecmp || c.selector.host_a) continue;
       emulator::LinkConfig port = fc.port;

@@ -61,10 +61,7 @@ TransferResult run_transfer(const TransferConfig& cfg) {
     patch.prop_delay_ns = p.delay_ns;
     patch.queue_limit_bytes = p.queue_limit_bytes;
     patch.ecn_threshold_bytes = p.ecn_threshold_bytes;
-    emulator::LossConfig loss;
-    loss.kind = p.loss > 0 ? emulator::LossConfig::Kind::kBernoulli : emulator::LossConfig::Kind::kNone;
-    loss.probability = p.loss;
-    patch.loss = loss;
+    patch.loss_probability = p.loss;
     patch.duplicate_probability = p.duplicate;
     patch.corrupt_probability = p.corrupt;
     patch.reorder_probability = p.reorder;

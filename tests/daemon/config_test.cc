@@ -88,7 +88,7 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
                 .find("fabric.interfaces: must list 2 planes (got 1)"),
             std::string::npos);
   EXPECT_NE(parse_error("role: fabric\nfabric:\n  planes: 1\n  interfaces: [[a, b]]\n  host_macs: [02:00:00:00:00:01, 02:00:00:00:00:02]\n  ecmp:\n    loss_probability: 1.5\n")
-                .find("fabric.ecmp.loss_probability: must be a number in [0, 1] (got '1.5')"),
+                .find("t.yaml:7: fabric.ecmp.loss_probability: must be in [0, 1] (got 1.5)"),
             std::string::npos);
 }
 

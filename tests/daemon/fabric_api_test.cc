@@ -4,6 +4,8 @@
 // and with the names the caller used.
 #include "metaroce/daemon/fabric_api.h"
 
+#include "metaroce/api/link_patch_codec.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -70,6 +72,95 @@ TEST(FabricApi, SelectorBoundsAreTheEmulatorsAndAPairIsOrdered) {
   EXPECT_EQ(*out.host_a, 0u);
   EXPECT_EQ(*out.host_b, 2u);
   EXPECT_EQ(*out.plane, 1u);
+}
+
+
+// One codec both ways (api::encode_link_patch / decode_link_patch): every
+// field of an emulator patch set to a non-default value arrives unchanged, for
+// every loss model and delay distribution the API names. A field the codec
+// drops or swaps fails here.
+TEST(LinkPatchCodec, EveryFieldSurvivesEncodeAndDecode) {
+  using emulator::LossConfig;
+  using emulator::DelayConfig;
+  emulator::LinkPatch p;
+  p.rate_bps = 25e9;
+  p.prop_delay_ns = 7000;
+  p.queue_limit_bytes = 12345;
+  p.queue_limit_packets = 321;
+  p.ecn_threshold_bytes = 6000;
+  p.loss_probability = 0.25;
+  DelayConfig delay;
+  delay.delay_ns = 100, delay.jitter_ns = 10, delay.correlation = 0.4, delay.allow_reorder = true;
+  emulator::ReorderConfig reorder;
+  reorder.probability = 0.3, reorder.correlation = 0.1, reorder.gap = 5;
+  p.reorder = reorder;
+  p.reorder_probability = 0.02;
+  p.reorder_delay_ns = 500;
+  p.duplicate_probability = 0.03;
+  p.corrupt_probability = 0.04;
+  p.up = false;
+  p.flap = emulator::FlapConfig{.period_ns = 1000, .down_ns = 100};
+
+  LossConfig bernoulli, correlated, ge, four;
+  bernoulli.kind = LossConfig::Kind::kBernoulli, bernoulli.probability = 0.1;
+  correlated.kind = LossConfig::Kind::kCorrelated, correlated.probability = 0.1, correlated.correlation = 0.5;
+  ge.kind = LossConfig::Kind::kGilbertElliott, ge.ge_p = 0.01, ge.ge_r = 0.3, ge.ge_1_h = 0.9, ge.ge_1_k = 0.05;
+  four.kind = LossConfig::Kind::kFourState, four.p13 = 0.01, four.p31 = 0.5, four.p32 = 0.2, four.p23 = 0.3, four.p14 = 0.02;
+  int cases = 0;
+  for (const LossConfig& loss : {LossConfig{}, bernoulli, correlated, ge, four})
+    for (auto dist : {DelayConfig::Distribution::kUniform, DelayConfig::Distribution::kNormal,
+                      DelayConfig::Distribution::kPareto, DelayConfig::Distribution::kParetoNormal}) {
+      emulator::LinkPatch in = p;
+      in.loss = loss;
+      in.delay = delay;
+      in.delay->distribution = dist;
+      ASSERT_FALSE(emulator::validate(in)) << *emulator::validate(in);
+      emulator::LinkPatch out;
+      const auto error = api::decode_link_patch(api::encode_link_patch(in), &out);
+      ASSERT_FALSE(error) << *error;
+      EXPECT_TRUE(out == in) << "loss kind " << static_cast<int>(loss.kind) << ", distribution " << static_cast<int>(dist);
+      ++cases;
+    }
+  EXPECT_EQ(cases, 20);
+
+  // And each field alone: nothing else appears.
+  emulator::LinkPatch all = p;
+  all.loss = ge, all.delay = delay;
+  auto only = [&](auto member) {
+    emulator::LinkPatch one;
+    one.*member = all.*member;
+    emulator::LinkPatch out;
+    EXPECT_FALSE(api::decode_link_patch(api::encode_link_patch(one), &out));
+    EXPECT_TRUE(out == one);
+    EXPECT_FALSE(out == emulator::LinkPatch{});
+  };
+  only(&emulator::LinkPatch::rate_bps), only(&emulator::LinkPatch::prop_delay_ns);
+  only(&emulator::LinkPatch::queue_limit_bytes), only(&emulator::LinkPatch::queue_limit_packets);
+  only(&emulator::LinkPatch::ecn_threshold_bytes), only(&emulator::LinkPatch::loss_probability);
+  only(&emulator::LinkPatch::loss), only(&emulator::LinkPatch::delay), only(&emulator::LinkPatch::reorder);
+  only(&emulator::LinkPatch::reorder_probability), only(&emulator::LinkPatch::reorder_delay_ns);
+  only(&emulator::LinkPatch::duplicate_probability), only(&emulator::LinkPatch::corrupt_probability);
+  only(&emulator::LinkPatch::up), only(&emulator::LinkPatch::flap);
+}
+
+// The daemon refuses an out-of-range impairment with the emulator's own
+// message (validate), under the request's field path.
+TEST(FabricApi, OutOfRangeImpairmentsAreRefusedWithTheEmulatorsMessage) {
+  auto emulator_message = [](auto set) {
+    emulator::LinkPatch p;
+    set(p);
+    return *emulator::validate(p);
+  };
+  v1::LinkPatch p;
+  p.set_duplicate_probability(1.5);
+  EXPECT_EQ(patch_error(p), "patch." + emulator_message([](auto& e) { e.duplicate_probability = 1.5; }));
+  p.Clear(), p.set_loss_probability(-0.5);
+  EXPECT_EQ(patch_error(p), "patch." + emulator_message([](auto& e) { e.loss_probability = -0.5; }));
+  p.Clear(), p.set_queue_limit_packets(0);
+  EXPECT_EQ(patch_error(p), "patch." + emulator_message([](auto& e) { e.queue_limit_packets = 0; }));
+  p.Clear(), p.set_reorder_probability(2);
+  EXPECT_EQ(patch_error(p), "patch." + emulator_message([](auto& e) { e.reorder_probability = 2; }));
+  EXPECT_EQ(patch_error(p), "patch.reorder_probability: must be in [0, 1] (got 2)");
 }
 
 }  // namespace

@@ -314,5 +314,129 @@ TEST(Fabric, RoutesByDestinationAddressAmongManyHosts) {
   EXPECT_LT(send(f, 0, 0, stray, 0), 0);  // unknown destination: no_route
 }
 
+
+// A patch that sets every field to a value other than the default link's,
+// for the tests below: a field that apply_patch (the one list of what a patch
+// changes) or a codec drops shows up as a default left behind.
+LinkPatch every_field_patch() {
+  LinkPatch p;
+  p.rate_bps = 25e9;
+  p.prop_delay_ns = 7000;
+  p.queue_limit_bytes = 12345;
+  p.queue_limit_packets = 321;
+  p.ecn_threshold_bytes = 6000;
+  p.loss_probability = 0.25;  // replaced by the model below: both are applied
+  LossConfig loss;
+  loss.kind = LossConfig::Kind::kGilbertElliott;
+  loss.probability = 0.1, loss.correlation = 0.2;
+  loss.ge_p = 0.01, loss.ge_r = 0.3, loss.ge_1_h = 0.9, loss.ge_1_k = 0.05;
+  p.loss = loss;
+  DelayConfig delay;
+  delay.delay_ns = 100, delay.jitter_ns = 10, delay.distribution = DelayConfig::Distribution::kPareto;
+  delay.correlation = 0.4, delay.allow_reorder = true;
+  p.delay = delay;
+  ReorderConfig reorder;
+  reorder.probability = 0.3, reorder.correlation = 0.1, reorder.gap = 5;
+  p.reorder = reorder;
+  p.reorder_probability = 0.02;
+  p.reorder_delay_ns = 500;
+  p.duplicate_probability = 0.03;
+  p.corrupt_probability = 0.04;
+  p.up = false;
+  p.flap = FlapConfig{.period_ns = 1000, .down_ns = 100};
+  return p;
+}
+
+TEST(LinkPatch, ApplyPatchSetsEveryField) {
+  const LinkPatch p = every_field_patch();
+  ASSERT_FALSE(validate(p)) << *validate(p);
+  LinkConfig c;
+  apply_patch(p, c);
+  EXPECT_EQ(c.rate_bps, *p.rate_bps);
+  EXPECT_EQ(c.prop_delay_ns, *p.prop_delay_ns);
+  EXPECT_EQ(c.queue_limit_bytes, *p.queue_limit_bytes);
+  EXPECT_EQ(c.queue_limit_packets, *p.queue_limit_packets);
+  EXPECT_EQ(c.ecn_threshold_bytes, *p.ecn_threshold_bytes);
+  EXPECT_EQ(c.loss, *p.loss);
+  EXPECT_EQ(c.loss_probability, 0.0) << "a model replaces the shorthand";
+  EXPECT_EQ(c.delay, *p.delay);
+  EXPECT_EQ(c.reorder, *p.reorder);
+  EXPECT_EQ(c.reorder_probability, *p.reorder_probability);
+  EXPECT_EQ(c.reorder_delay_ns, *p.reorder_delay_ns);
+  EXPECT_EQ(c.duplicate_probability, *p.duplicate_probability);
+  EXPECT_EQ(c.corrupt_probability, *p.corrupt_probability);
+  EXPECT_EQ(c.up, *p.up);
+  EXPECT_EQ(c.flap, *p.flap);
+
+  LinkPatch shorthand;
+  shorthand.loss_probability = 0.25;
+  apply_patch(shorthand, c);
+  EXPECT_EQ(c.loss_probability, 0.25);
+  EXPECT_EQ(c.loss, LossConfig{}) << "the shorthand replaces a model";
+}
+
+// Emptiness is equality with LinkPatch{}: no second list of fields.
+TEST(LinkPatch, EveryFieldMakesAPatchNonEmpty) {
+  EXPECT_EQ(LinkPatch{}, LinkPatch{});
+  const LinkPatch all = every_field_patch();
+  auto only = [&](auto member) {
+    LinkPatch p;
+    p.*member = all.*member;
+    return p;
+  };
+  for (const LinkPatch& p : {only(&LinkPatch::rate_bps), only(&LinkPatch::prop_delay_ns), only(&LinkPatch::queue_limit_bytes),
+                             only(&LinkPatch::queue_limit_packets), only(&LinkPatch::ecn_threshold_bytes),
+                             only(&LinkPatch::loss_probability), only(&LinkPatch::loss), only(&LinkPatch::delay),
+                             only(&LinkPatch::reorder), only(&LinkPatch::reorder_probability),
+                             only(&LinkPatch::reorder_delay_ns), only(&LinkPatch::duplicate_probability),
+                             only(&LinkPatch::corrupt_probability), only(&LinkPatch::up), only(&LinkPatch::flap)})
+    EXPECT_NE(p, LinkPatch{});
+}
+
+// The shorthand is folded into a model in one place (effective_loss); the
+// link runs that model.
+TEST(LinkPatch, LossShorthandIsABernoulliModel) {
+  LinkConfig c;
+  EXPECT_EQ(effective_loss(c).kind, LossConfig::Kind::kNone);
+  c.loss_probability = 0.2;
+  EXPECT_EQ(effective_loss(c).kind, LossConfig::Kind::kBernoulli);
+  EXPECT_EQ(effective_loss(c).probability, 0.2);
+  c.loss.kind = LossConfig::Kind::kGilbertElliott;
+  EXPECT_EQ(effective_loss(c), c.loss) << "a model wins over the shorthand";
+
+  // The same losses from the shorthand and from the model it stands for.
+  LinkConfig shorthand, model;
+  shorthand.loss_probability = 0.3;
+  model.loss.kind = LossConfig::Kind::kBernoulli, model.loss.probability = 0.3;
+  Link a(shorthand, 7), b(model, 7);
+  auto f = frame(1000);
+  for (int i = 0; i < 200; ++i) {
+    auto fa = f, fb = f;
+    EXPECT_EQ(a.submit(fa, i * 1000).drop, b.submit(fb, i * 1000).drop) << i;
+  }
+  EXPECT_GT(a.counters().drops_random_loss, 0u);
+}
+
+TEST(Fabric, ResetEcmpLinksRestoresTheStartingConfiguration) {
+  FabricConfig fc = two_hosts(2, 2);
+  fc.ecmp.loss_probability = 0.01;
+  fc.ecmp.prop_delay_ns = 3000;
+  Fabric f(fc);
+  ASSERT_FALSE(f.apply(LinkSelector{}, every_field_patch(), 0));
+  EXPECT_EQ(f.reset_ecmp_links(10), f.ecmp_link_count());
+  for (uint32_t p = 0; p < 2; ++p)
+    for (uint32_t k = 0; k < 2; ++k)
+      for (auto [a, b] : {std::pair{0u, 1u}, std::pair{1u, 0u}}) {
+        const LinkConfig& c = f.ecmp_link(p, a, b, k).config();
+        EXPECT_EQ(c.prop_delay_ns, 3000);
+        EXPECT_EQ(c.loss_probability, 0.01);
+        EXPECT_EQ(c.loss, LossConfig{});
+        EXPECT_EQ(c.delay, DelayConfig{});
+        EXPECT_TRUE(c.up);
+        EXPECT_EQ(c.flap, FlapConfig{});
+        EXPECT_EQ(c.rate_bps, fc.ecmp.rate_bps);
+      }
+}
+
 }  // namespace
 }  // namespace metaroce::emulator

@@ -70,6 +70,8 @@ struct DelayConfig {
   // whenever jitter exceeds the packet spacing). true: each packet keeps its
   // own sample and jitter may reorder, as in netem.
   bool allow_reorder = false;
+
+  bool operator==(const DelayConfig&) const = default;
 };
 
 // Upper bound of delay_ns and jitter_ns: one hour, ns.
@@ -137,6 +139,8 @@ struct ReorderConfig {
   // gap 0 as "never reorder", but tc turns an omitted gap into 1, so for
   // users 0 and 1 both mean every packet is eligible; so it is here.
   uint32_t gap = 0;
+
+  bool operator==(const ReorderConfig&) const = default;
 };
 
 // Returns nullopt if usable, else an error starting with "reorder.<field>".

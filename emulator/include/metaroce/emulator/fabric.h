@@ -71,7 +71,8 @@ struct LinkPatch {
   std::optional<double> rate_bps;
   std::optional<Nanos> prop_delay_ns;
   std::optional<uint32_t> queue_limit_bytes, queue_limit_packets, ecn_threshold_bytes;
-  std::optional<LossConfig> loss;
+  std::optional<double> loss_probability;  // the Bernoulli shorthand (LinkConfig::loss_probability)
+  std::optional<LossConfig> loss;      // a whole loss model; overrides loss_probability when both are set
   std::optional<DelayConfig> delay;
   std::optional<ReorderConfig> reorder;
   std::optional<double> reorder_probability;  // hold-back (LinkConfig::reorder_probability)
@@ -79,10 +80,14 @@ struct LinkPatch {
   std::optional<double> duplicate_probability, corrupt_probability;
   std::optional<bool> up;
   std::optional<FlapConfig> flap;      // period 0 stops flapping; its phase starts when applied
+
+  // An empty patch (LinkPatch{}) changes nothing.
+  bool operator==(const LinkPatch&) const = default;
 };
 
-// The patch's fields on c (a loss model replaces the loss_probability
-// shorthand; a flap's phase is left to the caller).
+// The patch's fields on c: the one list of what a patch can change. The
+// shorthand and a loss model each replace the other (a flap's phase is left
+// to the caller).
 void apply_patch(const LinkPatch& patch, LinkConfig& c);
 // Every field the patch sets is in range: the patch on a default link must
 // pass validate(LinkConfig), the one place link ranges are checked. The
@@ -120,6 +125,10 @@ class Fabric {
   // none. *links_changed (if given): how many did.
   std::optional<std::string> apply(const LinkSelector& sel, const LinkPatch& patch, Nanos now,
                                    uint32_t* links_changed = nullptr);
+
+  // Every ECMP link back to the configuration the fabric started with
+  // (config().ecmp), at once. Returns how many links that is.
+  uint32_t reset_ecmp_links(Nanos now);
 
   // Setup: the uplinks and downlinks of one plane (e.g. planes of different speeds).
   std::optional<std::string> set_port_config(uint32_t plane, const LinkConfig& c);

@@ -38,6 +38,8 @@ struct FlapConfig {
   Nanos period_ns = 0;  // 0 = not flapping; else > down_ns
   Nanos down_ns = 0;    // >= 0
   Nanos start_ns = 0;
+
+  bool operator==(const FlapConfig&) const = default;
 };
 
 // The ranges every front end (daemon config, gRPC, scenario files) accepts for
@@ -78,6 +80,12 @@ struct LinkConfig {
 
 // Returns an error naming the field and its allowed range, or nullopt if valid.
 std::optional<std::string> validate(const LinkConfig& c);
+
+// The loss model the link runs: `loss`, or, when no model is set, the
+// loss_probability shorthand as a Bernoulli model. The one place the
+// shorthand is folded into a model (the link, fabric show and reports all
+// read the loss through this).
+LossConfig effective_loss(const LinkConfig& c);
 
 enum class DropCause : uint8_t { kNone = 0, kRandomLoss, kQueueOverflow, kLinkDown, kCorrupted, kNoRoute };
 const char* drop_cause_name(DropCause c);

@@ -82,6 +82,8 @@ struct LossConfig {
   // duplicates are ignored. Both rules apply (a packet matching either is
   // lost). kPattern with neither rule set is rejected as a likely mistake.
   std::vector<uint64_t> drop_indices;
+
+  bool operator==(const LossConfig&) const = default;
 };
 
 // Returns nullopt if the configuration is usable, else an error that starts
