@@ -208,11 +208,7 @@ void CaptureManager::run() {
     const int64_t elapsed = clock_ns(CLOCK_MONOTONIC) - started_ns_;
     lock.lock();
     written_ = c;
-    filtered_out_ = ring_full_ = 0;
-    for (const Attached& a : taps_) {
-      filtered_out_ += a.tap->counters().filtered_out;
-      ring_full_ += a.tap->counters().ring_full;
-    }
+    sum_tap_counts();
     if (!why.empty()) break;
     if (spec_.max_packets() && c.frames_written >= spec_.max_packets()) why = "max_packets";
     else if (spec_.max_bytes() && c.bytes_written >= spec_.max_bytes()) why = "max_bytes";
@@ -233,16 +229,21 @@ void CaptureManager::finish(const std::string& why) {
   writer_->flush();
   std::lock_guard<std::mutex> lock(mu_);
   written_ = writer_->counters();
-  filtered_out_ = ring_full_ = 0;
-  for (const Attached& a : taps_) {
-    filtered_out_ += a.tap->counters().filtered_out;
-    ring_full_ += a.tap->counters().ring_full;
-  }
+  sum_tap_counts();
   stop_reason_ = why;
   ended_ns_ = clock_ns(CLOCK_MONOTONIC);
   writer_.reset();  // closes the file
   taps_.clear();    // a runtime whose worker did not answer still holds its tap
   running_ = false;
+}
+
+void CaptureManager::sum_tap_counts() {
+  filtered_out_ = ring_full_ = 0;
+  for (const Attached& a : taps_) {
+    const datapath::CaptureCounters c = a.tap->counters();
+    filtered_out_ += c.filtered_out;
+    ring_full_ += c.ring_full;
+  }
 }
 
 void CaptureManager::fill(v1::CaptureInfo* out) const {

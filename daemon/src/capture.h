@@ -44,6 +44,7 @@ class CaptureManager {
   size_t drain_all();                  // writer thread, under no lock but its own state
   void finish(const std::string& why); // writer thread: detach, last drain, close
   void fill(v1::CaptureInfo* out) const;  // under mu_
+  void sum_tap_counts();                   // under mu_: filtered_out_, ring_full_ from every tap
 
   DaemonCore& core_;
   mutable std::mutex mu_;
