@@ -89,6 +89,8 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
         "Frames dropped: longer than the worker's frame_size");
     add_lateness("worker_frame_lateness_seconds", w.frame_lateness, "Frames handled after their due time, by lateness");
     add_lateness("worker_timer_lateness_seconds", w.timer_lateness, "Engine timers serviced after their due time, by lateness");
+    add_lateness("worker_receive_wait_seconds", w.receive_wait,
+                 "Received frames, by how long they may have waited in the port's ring for the worker (upper bound)");
   };
   add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
   add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);

@@ -1,8 +1,10 @@
 #include "metaroce/datapath/worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,6 +36,31 @@ void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
     nanosleep(&ts, nullptr);
   }
 }
+// The calling thread's run-queue wait so far (ns), read from an fd opened on
+// that thread: pread on /proc schedstat regenerates it, one syscall a read.
+// -1 where the kernel does not provide it.
+class RunDelayClock {
+ public:
+  RunDelayClock() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~RunDelayClock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RunDelayClock(const RunDelayClock&) = delete;
+  RunDelayClock& operator=(const RunDelayClock&) = delete;
+  Nanos read() const {
+    if (fd_ < 0) return -1;
+    char buf[96];
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    long long cpu = 0, wait = 0;  // "<cpu ns> <run-queue wait ns> <timeslices>"
+    return std::sscanf(buf, "%lld %lld", &cpu, &wait) == 2 ? static_cast<Nanos>(wait) : -1;
+  }
+
+ private:
+  int fd_;
+};
+
 // A worker's sleeps end when they are due, not up to 50 us later (the
 // kernel's default timer slack), so emulated delays and engine timers keep
 // their time when the worker blocks between frames.
@@ -388,16 +415,27 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
   for (PolledLoop* l : loops)
     for (Port* p : l->wait_ports()) ports.push_back(p);
   tighten_timer_slack();
+  const RunDelayClock run_delay;
   const Nanos started = monotonic_ns();
   for (PolledLoop* l : loops) {
     l->begin();
     l->loop_stats().started_ns = started;
   }
-  Nanos idle_since = -1;  // start of the current idle stretch
+  std::vector<uint64_t> rx_before(loops.size());
+  Nanos idle_since = -1;      // start of the current idle stretch
+  Nanos looked_at = started;  // frames in the rings now arrived after this (or while waking, below)
+  Nanos woke_late = 0;        // how long the last block's wake-up waited for a CPU
   while (!stop.load(std::memory_order_relaxed)) {
     const Nanos now = monotonic_ns();
+    for (size_t i = 0; i < loops.size(); ++i) rx_before[i] = loops[i]->loop_stats().rx_frames;
     bool work = false;
     for (PolledLoop* l : loops) work |= l->poll(now);
+    for (size_t i = 0; i < loops.size(); ++i) {
+      WorkerStats& s = loops[i]->loop_stats();
+      s.receive_wait.record(now - looked_at + woke_late, s.rx_frames - rx_before[i]);
+    }
+    looked_at = now;
+    woke_late = 0;
     if (work) {
       const Nanos spent = monotonic_ns() - now;
       for (PolledLoop* l : loops) l->loop_stats().busy_ns += spent;
@@ -413,7 +451,16 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
     for (PolledLoop* l : loops) next = std::min(next, l->next_wake());
     WorkerStats& first = loops.front()->loop_stats();
     const uint64_t blocks = first.idle_blocks;
-    block(ports, std::clamp<Nanos>(next - monotonic_ns(), 0, idle.max_block_ns), first);
+    const Nanos wait = std::clamp<Nanos>(next - monotonic_ns(), 0, idle.max_block_ns);
+    // A frame that arrives during the block wakes the thread; the time the
+    // woken thread then waited for a CPU is the frame's wait too.
+    if (wait > 0) {
+      const Nanos queued_before = run_delay.read();
+      block(ports, wait, first);
+      looked_at = monotonic_ns();
+      const Nanos queued_after = queued_before >= 0 ? run_delay.read() : -1;
+      woke_late = queued_after >= 0 ? std::max<Nanos>(0, queued_after - queued_before) : 0;
+    }
     for (PolledLoop* l : loops.subspan(1)) l->loop_stats().idle_blocks += first.idle_blocks - blocks;
   }
 }

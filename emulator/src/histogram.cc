@@ -27,19 +27,25 @@ Nanos DelayHistogram::bucket_upper(size_t i) {
   return bucket_lower(i) + (Nanos{1} << (group - 1)) - 1;
 }
 
-void DelayHistogram::record(Nanos ns) {
+void DelayHistogram::record(Nanos ns) { record(ns, 1); }
+
+void DelayHistogram::record(Nanos ns, uint64_t times) {
+  if (times == 0) return;
   if (ns < 0 || ns > kMaxTrackable) {
-    ++saturated_;
+    saturated_ += times;
     ns = std::clamp<Nanos>(ns, 0, kMaxTrackable);
   }
-  ++buckets_[bucket_index(ns)];
+  buckets_[bucket_index(ns)] += times;
   if (count_ == 0 || ns < min_) min_ = ns;
   if (count_ == 0 || ns > max_) max_ = ns;
-  ++count_;
+  // Welford's update for `times` equal values (Chan et al.'s pairwise merge
+  // with a group of zero variance).
+  const double n_a = static_cast<double>(count_), n_b = static_cast<double>(times);
+  count_ += times;
   const double x = static_cast<double>(ns);
   const double delta = x - mean_;
-  mean_ += delta / static_cast<double>(count_);
-  m2_ += delta * (x - mean_);
+  mean_ += delta * n_b / static_cast<double>(count_);
+  m2_ += delta * delta * n_a * n_b / static_cast<double>(count_);
 }
 
 double DelayHistogram::mean() const { return count_ ? mean_ : 0.0; }

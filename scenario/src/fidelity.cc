@@ -95,6 +95,8 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       wf.frame_late_p99_us = quantile_us(b, a, "worker_frame_lateness_seconds", w, 0.99, &wf.frames_timed);
       wf.timer_late_p50_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.5, &wf.timers_timed);
       wf.timer_late_p99_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.99, &wf.timers_timed);
+      wf.receive_wait_p50_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.5, &wf.frames_received);
+      wf.receive_wait_p99_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.99, &wf.frames_received);
       const std::string who = a.daemon + " " + w + " worker";
       if (wf.wall_s <= 0)
         f.problems.push_back(who + ": did not report its loop time (daemon too old, or the worker is stuck)");
@@ -112,6 +114,9 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       if (wf.timers_timed > 0 && wf.timer_late_p99_us * 1e3 > static_cast<double>(limits.max_timer_lateness_p99_ns))
         f.problems.push_back(who + fmt(": p99 of transport timers late by up to %.0f us (limit %.0f us)",
                                        wf.timer_late_p99_us, limits.max_timer_lateness_p99_ns / 1e3));
+      if (wf.frames_received > 0 && wf.receive_wait_p99_us * 1e3 > static_cast<double>(limits.max_receive_wait_p99_ns))
+        f.problems.push_back(who + fmt(": p99 of received frames waited up to %.0f us for the worker (limit %.0f us)",
+                                       wf.receive_wait_p99_us, limits.max_receive_wait_p99_ns / 1e3));
       f.workers.push_back(wf);
     }
     // Frames lost by cause. Emulator causes are the fabric doing its job;

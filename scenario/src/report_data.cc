@@ -29,7 +29,8 @@
 //       "fidelity": {                     // live runs only (fidelity.h): did the datapath keep up?
 //         "faithful": bool, "workers": [ { "daemon", "worker": str, "wall_s", "busy_fraction",
 //           "cpu_fraction", "run_delay_fraction": num, "frames_timed": uint, "frame_late_p50_us",
-//           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num } ],
+//           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num,
+//           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str,
@@ -172,7 +173,10 @@ ojson to_json(const Report& r, const Derived& d) {
                            {"frame_late_p99_us", num_or_null(w.frame_late_p99_us)},
                            {"timers_timed", w.timers_timed},
                            {"timer_late_p50_us", num_or_null(w.timer_late_p50_us)},
-                           {"timer_late_p99_us", num_or_null(w.timer_late_p99_us)}});
+                           {"timer_late_p99_us", num_or_null(w.timer_late_p99_us)},
+                           {"frames_received", w.frames_received},
+                           {"receive_wait_p50_us", num_or_null(w.receive_wait_p50_us)},
+                           {"receive_wait_p99_us", num_or_null(w.receive_wait_p99_us)}});
       fj["workers"] = std::move(ws);
       ojson drops = ojson::object();
       for (const auto& [cause, n] : f.drops) drops[cause] = n;

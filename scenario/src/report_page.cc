@@ -362,15 +362,16 @@ std::string report_html(const Report& r) {
   if (any_measured) {
     h << "<section class=\"card\"><h2>Fidelity</h2><p class=\"note\">Whether this host's datapath kept up, so "
          "that the transports reacted to the emulated fabric: per worker, the share of the run it was busy, used a "
-         "CPU, and waited for one; how late frames left the emulator and transport timers fired; frames lost by "
-         "cause (emulator causes are the fabric at work; any other cause is the host).</p>";
+         "CPU, and waited for one; how late frames left the emulator and transport timers fired; how long received "
+         "frames may have waited for the worker (an upper bound); frames lost by cause (emulator causes are the fabric at work; any other cause is the host).</p>";
     for (size_t i = 0; i < r.runs.size(); ++i) {
       const Fidelity& f = r.runs[i].fidelity;
       if (!f.measured) continue;
       h << "<h3>" << esc(run_label(r.runs[i])) << ": <span class=\"" << (f.faithful() ? "ok\">faithful" : "bad\">not faithful")
         << "</span></h3>";
       h << "<table><thead><tr><th>daemon</th><th>worker</th><th>busy</th><th>CPU</th><th>waited for CPU</th>"
-           "<th>frames late p50 / p99</th><th>timers late p50 / p99</th></tr></thead><tbody>\n";
+           "<th>frames late p50 / p99</th><th>timers late p50 / p99</th><th>received frames waited p50 / p99</th>"
+           "</tr></thead><tbody>\n";
       for (const auto& w : f.workers)
         h << "<tr><td>" << esc(w.daemon) << "</td><td>" << esc(w.worker) << "</td><td>"
           << strf("%.1f%%", 100 * w.busy_fraction) << "</td><td>" << strf("%.1f%%", 100 * w.cpu_fraction) << "</td><td>"
@@ -378,6 +379,9 @@ std::string report_html(const Report& r) {
           << (w.frames_timed ? strf("%.0f / %.0f us", w.frame_late_p50_us, w.frame_late_p99_us) : std::string("-"))
           << "</td><td>"
           << (w.timers_timed ? strf("%.0f / %.0f us", w.timer_late_p50_us, w.timer_late_p99_us) : std::string("-"))
+          << "</td><td>"
+          << (w.frames_received ? strf("%.0f / %.0f us", w.receive_wait_p50_us, w.receive_wait_p99_us)
+                                : std::string("-"))
           << "</td></tr>\n";
       h << "</tbody></table><p>frames lost: ";
       if (f.drops.empty()) h << "none";

@@ -165,3 +165,55 @@ TEST(EndpointWorker, APortRatePacesTheEngineAsANicAtThatRate) {
 
 }  // namespace
 }  // namespace metaroce::datapath
+
+namespace metaroce::datapath {
+namespace {
+
+// A loop whose first iteration takes stall_ns of wall time (as a preempted
+// thread, or one doing the kernel's softirq work, would) and whose second
+// takes `frames` frames from its "ports": those frames may have waited the
+// whole stall, so receive_wait must say so. The third iteration stops.
+class StallingLoop final : public PolledLoop {
+ public:
+  StallingLoop(Nanos stall_ns, uint64_t frames, std::atomic<bool>& stop)
+      : stall_ns_(stall_ns), frames_(frames), stop_(stop) {}
+  bool poll(Nanos now) override {
+    switch (polls_++) {
+      case 0:
+        while (monotonic_ns() - now < stall_ns_) {
+        }
+        return true;
+      case 1:
+        stats_.rx_frames += frames_;
+        return true;
+      default:
+        stop_ = true;
+        return false;
+    }
+  }
+  Nanos next_wake() const override { return INT64_MAX; }
+  const std::vector<Port*>& wait_ports() const override { return ports_; }
+  WorkerStats& loop_stats() override { return stats_; }
+
+ private:
+  Nanos stall_ns_;
+  uint64_t frames_;
+  std::atomic<bool>& stop_;
+  int polls_ = 0;
+  std::vector<Port*> ports_;
+  WorkerStats stats_;
+};
+
+TEST(RunLoops, FramesTakenAfterAStallAreCountedAsWaitingThroughIt) {
+  std::atomic<bool> stop{false};
+  StallingLoop loop(2'000'000, 7, stop);
+  PolledLoop* loops[] = {&loop};
+  run_loops(loops, stop, IdlePolicy{});
+  const emulator::DelayHistogram& w = loop.loop_stats().receive_wait;
+  EXPECT_EQ(w.count(), 7u) << "one value per frame received";
+  EXPECT_GE(w.min(), 2'000'000) << "each frame may have arrived just after the stalled iteration looked";
+  EXPECT_EQ(w.min(), w.max()) << "the frames of one burst waited alike";
+}
+
+}  // namespace
+}  // namespace metaroce::datapath

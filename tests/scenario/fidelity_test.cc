@@ -23,6 +23,7 @@ struct WorkerLoad {
   double wall_s = 1, busy_s = 0.2, cpu_s = 0.3, wait_s = 0.01;
   uint64_t frames_late_1us = 1000, frames_late_1ms = 0;  // frames handled within ~1 us / ~1 ms of due
   uint64_t timers_late_1us = 100, timers_late_4ms = 0;
+  uint64_t received_1us = 5000, received_2ms = 0;  // frames taken from the ports within ~1 us / ~2 ms
 };
 
 // Counters as a daemon reports them after `load` (all zero before).
@@ -47,6 +48,7 @@ ms::DaemonCounters daemon(const std::string& name, const std::string& worker, co
   };
   hist("worker_frame_lateness_seconds", load.frames_late_1us, load.frames_late_1ms, 1.048576e-3);
   hist("worker_timer_lateness_seconds", load.timers_late_1us, load.timers_late_4ms, 4.194304e-3);
+  hist("worker_receive_wait_seconds", load.received_1us, load.received_2ms, 2.097152e-3);
   add("port_rx_dropped_total", {{"port", "plane0"}, {"use", worker}}, static_cast<double>(rx_dropped));
   add("worker_emulator_drops_total", {{"worker", worker}, {"reason", "random_loss"}}, static_cast<double>(random_loss));
   return d;
@@ -116,6 +118,31 @@ TEST(Fidelity, AnOverloadedRunIsInconclusiveNeverPass) {
   EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
   EXPECT_EQ(report_with(f, false).verdict(), ms::Report::Verdict::kInconclusive);
   EXPECT_STREQ(ms::verdict_name(report_with(f, true).verdict()), "INCONCLUSIVE");
+}
+
+// The case the timer figures cannot see: the receiving endpoint has no
+// timers, yet when it stalls the sender's ACKs come late as if the fabric had
+// held them. 2% of its frames waited ~2 ms: INCONCLUSIVE, and it is named.
+TEST(Fidelity, AStalledReceiverIsInconclusiveThoughItHasNoTimers) {
+  WorkerLoad receiver;
+  receiver.timers_late_1us = 0;
+  receiver.received_1us = 4900;
+  receiver.received_2ms = 100;
+  const std::vector<ms::DaemonCounters> after = {daemon("h0", "endpoint", {}), daemon("h1", "endpoint", receiver)};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  ASSERT_EQ(f.workers.size(), 2u);
+  EXPECT_EQ(f.workers[1].timers_timed, 0u);
+  EXPECT_EQ(f.workers[1].frames_received, 5000u);
+  EXPECT_NEAR(f.workers[1].receive_wait_p50_us, 1.024, 1e-6);
+  EXPECT_NEAR(f.workers[1].receive_wait_p99_us, 2097.152, 1e-3);
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_EQ(f.problems[0], "h1 endpoint worker: p99 of received frames waited up to 2097 us for the worker (limit 250 us)");
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
+  // Below 1% of the frames, the same stall is within the limit.
+  receiver.received_1us = 49'900;
+  const std::vector<ms::DaemonCounters> fewer = {daemon("h1", "endpoint", receiver)};
+  EXPECT_TRUE(ms::assess_fidelity({zero(fewer[0])}, fewer, ms::FidelityLimits{}).faithful());
 }
 
 TEST(Fidelity, FramesTooLargeForTheNodeAreTheDatapathsLossNotTheFabrics) {

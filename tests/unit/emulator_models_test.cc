@@ -701,6 +701,23 @@ TEST(DelayHistogram, ExactForSmallValuesAndSaturatesOutOfRange) {
   EXPECT_EQ(h.percentile(std::nan("")), 0);
 }
 
+TEST(DelayHistogram, RecordingManyCopiesIsRecordingEachOne) {
+  DelayHistogram one_by_one, in_groups;
+  const std::pair<Nanos, uint64_t> groups[] = {{700, 3}, {12, 1}, {2'000'000, 40}, {-3, 2}, {90'000, 0}, {5, 17}};
+  for (const auto& [ns, times] : groups) {
+    in_groups.record(ns, times);
+    for (uint64_t i = 0; i < times; ++i) one_by_one.record(ns);
+  }
+  EXPECT_EQ(in_groups.count(), one_by_one.count());
+  EXPECT_EQ(in_groups.saturated(), 2u);
+  EXPECT_EQ(in_groups.min(), one_by_one.min());
+  EXPECT_EQ(in_groups.max(), one_by_one.max());
+  EXPECT_NEAR(in_groups.mean(), one_by_one.mean(), 1e-6);
+  EXPECT_NEAR(in_groups.stddev(), one_by_one.stddev(), 1e-6);
+  for (double q : {0.1, 0.5, 0.9, 0.99}) EXPECT_EQ(in_groups.percentile(q), one_by_one.percentile(q)) << q;
+  for (Nanos edge : {Nanos{13}, Nanos{1024}, Nanos{2'097'152}}) EXPECT_EQ(in_groups.count_below(edge), one_by_one.count_below(edge));
+}
+
 // ---------- validation ----------
 
 struct BadValue {

@@ -51,6 +51,12 @@ struct WorkerStats {
   emulator::DelayHistogram frame_lateness;
   // Endpoint role: how late the transport engine's timers were serviced.
   emulator::DelayHistogram timer_lateness;
+  // Every received frame, by how long it may have waited in its port's ring
+  // before this loop took it (an upper bound: the time since the loop last
+  // looked, plus the time it waited for a CPU after a block). A receiver that
+  // stalls delays ACKs as a slow fabric would, but has no timers of its own
+  // to show it; this is where it shows.
+  emulator::DelayHistogram receive_wait;
   // Filled by sample_schedule() on the worker's own thread when a snapshot is
   // taken: monotonic time then, the thread's CPU time, and the time it was
   // runnable but waited for a CPU (the host, not the fabric, delaying frames).

@@ -37,6 +37,9 @@ class DelayHistogram {
   // kMaxTrackable as kMaxTrackable (both counted in saturated()); min() and
   // max() see the clamped value too, so every statistic stays consistent.
   void record(Nanos ns);
+  // Adds `times` copies of one value (e.g. every frame of a burst that waited
+  // the same time), as `times` calls of record(ns) would.
+  void record(Nanos ns, uint64_t times);
 
   uint64_t count() const { return count_; }
   // Values clamped by record(): out of [0, kMaxTrackable].

@@ -117,6 +117,10 @@ struct FidelityLimits {
   double max_busy_fraction = 0.90;        // a worker saturated: it, not the fabric, set the pace
   Nanos max_frame_lateness_p99_ns = 250'000;   // frames leaving the emulator late
   Nanos max_timer_lateness_p99_ns = 1'000'000;  // transport timers serviced late
+  // Frames waiting in a receiving port's ring for the worker: the same error
+  // as a frame leaving the emulator late (the fabric did not delay it, the
+  // host did), so the same limit.
+  Nanos max_receive_wait_p99_ns = 250'000;
   uint64_t max_datapath_drops = 0;        // frames lost in ports and rings, not by an emulator cause
 };
 
@@ -199,6 +203,8 @@ struct WorkerFidelity {
   double frame_late_p50_us = 0, frame_late_p99_us = 0;
   uint64_t timers_timed = 0;              // engine deadlines serviced in the run
   double timer_late_p50_us = 0, timer_late_p99_us = 0;
+  uint64_t frames_received = 0;           // frames the worker took from its ports in the run
+  double receive_wait_p50_us = 0, receive_wait_p99_us = 0;
 };
 
 struct Fidelity {
