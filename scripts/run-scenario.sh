@@ -72,27 +72,8 @@ case "$layout" in
   separate|shared) ;;
   *) echo "run-scenario: METAROCE_LAYOUT must be separate or shared (got '$layout')" >&2; exit 2 ;;
 esac
-# When every worker thread has a core of its own, workers poll without ever
-# blocking. A blocked worker's wake-up waited 3-6 ms for its CPU on a 2-core
-# VM (idle vCPUs wake about a scheduler tick late), so 1% of the receiving
-# endpoint's frames sat 0.3-4 ms in its ring (the fidelity guard's "received
-# frames waited"); polling, 12-160 us. With more workers than cores a spinning
-# worker would take the core another one needs, so they block when idle.
-# METAROCE_BUSY_POLL=true or false overrides the choice.
-workers=$hosts
-[ "$layout" = separate ] && workers=$((hosts + 1))
-busy_poll="${METAROCE_BUSY_POLL:-}"
-if [ -z "$busy_poll" ]; then
-  if [ "$workers" -le "$cores" ]; then busy_poll=true; else busy_poll=false; fi
-fi
-case "$busy_poll" in
-  true|false) ;;
-  *) echo "run-scenario: METAROCE_BUSY_POLL must be true or false (got '$busy_poll')" >&2; exit 2 ;;
-esac
-echo "run-scenario: $workers worker threads on $cores cores: busy_poll $busy_poll"
 fabric_section="fabric:
   datapath: afxdp
-  busy_poll: $busy_poll
   frame_size: $frame_size
   ecmp_links: $ecmp
   port: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
@@ -126,7 +107,7 @@ name: ${names[$h]:-h$h}
 role: $role
 lab: {file: lab.yaml, $lab_key}
 control: {unix_socket: h$h.sock}
-endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: $frame_size, mtu_payload: $mtu_payload, port_rate_bps: $rate, busy_poll: $busy_poll}
+endpoint: {datapath: afxdp, xdp_mode: skb, frame_size: $frame_size, mtu_payload: $mtu_payload, port_rate_bps: $rate}
 $extra
 YAML
   ip netns exec "$lab-h$h" "$daemon" --config "$work/h$h.yaml" > "$work/h$h.log" 2>&1 &
