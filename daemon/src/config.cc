@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "metaroce/datapath/dpdk_device_name.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/units/units.h"
 
@@ -314,7 +315,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "endpoint",
                    {"datapath", "interfaces", "netns", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
-                    "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll",
+                    "dpdk_devices", "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll",
                     "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
@@ -327,6 +328,14 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["frame_size"])
         e.frame_size = static_cast<uint32_t>(r.uint(n["frame_size"], "endpoint.frame_size", 1024, max_frame));
       if (n["eal_args"]) e.eal_args = r.strings(n["eal_args"], "endpoint.eal_args", 0, 64);
+      if (n["dpdk_devices"]) {
+        e.dpdk_devices = r.strings(n["dpdk_devices"], "endpoint.dpdk_devices", 0, 16);  // [] = the default
+        for (size_t i = 0; i < e.dpdk_devices.size(); ++i)
+          if (!datapath::is_dpdk_pci_address(e.dpdk_devices[i]) && !datapath::is_dpdk_vdev(e.dpdk_devices[i]))
+            r.fail(n["dpdk_devices"][i], "endpoint.dpdk_devices[" + std::to_string(i) + "]",
+                   "must be a PCI address like 0000:3b:02.0 or a virtual device like net_af_xdp0,iface=p0 (got '" +
+                       e.dpdk_devices[i] + "')");
+      }
       if (n["mtu_payload"]) e.mtu_payload = static_cast<uint32_t>(r.param(n["mtu_payload"], "endpoint.mtu_payload", transport::kParamMtuPayload));
       if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", transport::kParamMinRto.min, transport::kParamMinRto.max);
       if (n["min_pto_ns"]) e.min_pto_ns = r.duration_ns(n["min_pto_ns"], "endpoint.min_pto_ns", transport::kParamMinPto.min, transport::kParamMinPto.max);
@@ -352,6 +361,12 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (e.interfaces.empty()) r.fail(at, "endpoint.interfaces", "is required (one interface per plane, 1 to 16), or lab.host");
     if (e.ip == 0) r.fail(at, "endpoint.address", "is required (the endpoint's IPv4), or lab.host");
     if (e.mac == wire::MacAddr{}) r.fail(at, "endpoint.mac", "is required (02:xx:... unicast), or lab.host");
+    if (!e.dpdk_devices.empty() && e.datapath != "dpdk")
+      r.fail(n["dpdk_devices"], "endpoint.dpdk_devices", "needs endpoint.datapath: dpdk (got " + e.datapath + ")");
+    if (!e.dpdk_devices.empty() && e.dpdk_devices.size() != e.interfaces.size())
+      r.fail(n["dpdk_devices"], "endpoint.dpdk_devices",
+             "must name one device per interface: " + std::to_string(e.interfaces.size()) + " (got " +
+                 std::to_string(e.dpdk_devices.size()) + ")");
     if (e.datapath == "udp" && e.interfaces.size() != 1)
       r.fail(at, "endpoint.interfaces", "the udp datapath has exactly one plane (got " + std::to_string(e.interfaces.size()) + ")");
     if (e.mtu_payload > e.frame_size - 128)
@@ -492,6 +507,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"xdp_mode", e.xdp_mode},
                      {"frame_size", e.frame_size},
                      {"eal_args", e.eal_args},
+                     {"dpdk_devices", e.dpdk_devices},
                      {"mtu_payload", e.mtu_payload},
                      {"min_rto_ns", e.min_rto_ns},
                      {"min_pto_ns", e.min_pto_ns},

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "fabric_runtime.h"
+#include "metaroce/datapath/dpdk_device_name.h"
 #include "metaroce/datapath/netns.h"
 #include "metaroce/lab/config.h"
 
@@ -16,7 +17,8 @@ namespace metaroce::daemon {
 datapath::PortConfig make_port_config(const std::string& datapath, const std::string& ifname, const std::string& name,
                                       uint32_t frame_size, const std::string& xdp_mode, bool bridge,
                                       const std::vector<uint16_t>& udp_ports, const std::vector<std::string>& eal_args,
-                                      uint32_t dpdk_index, const std::string& file_prefix) {
+                                      uint32_t dpdk_index, const std::string& file_prefix,
+                                      const std::string& dpdk_device) {
   datapath::PortConfig c;
   c.kind = datapath;
   c.name = name;
@@ -27,12 +29,16 @@ datapath::PortConfig make_port_config(const std::string& datapath, const std::st
     c.bridge_mode = bridge;
     c.udp_ports = udp_ports;
   } else if (datapath == "dpdk") {
-    // The EAL is set up once per process; the defaults suit veth lab hosts.
+    // The EAL is set up once per process. The defaults suit veth lab hosts;
+    // a PCI device needs the PCI bus and hugepages (its DMA memory), so it
+    // gets neither --no-pci nor --no-huge.
     c.eal_args = eal_args;
-    if (c.eal_args.empty())
+    if (c.eal_args.empty() && datapath::is_dpdk_pci_address(dpdk_device))
+      c.eal_args = {"--file-prefix=" + file_prefix, "--no-telemetry", "-l", "0", "--log-level=*:warning"};
+    else if (c.eal_args.empty())
       c.eal_args = {"--no-huge", "-m", "512", "--no-shconf", "--file-prefix=" + file_prefix,
                     "--no-pci", "--no-telemetry", "-l", "0", "--log-level=*:warning"};
-    c.dpdk_device = "net_af_packet" + std::to_string(dpdk_index) + ",iface=" + ifname;
+    c.dpdk_device = dpdk_device.empty() ? "net_af_packet" + std::to_string(dpdk_index) + ",iface=" + ifname : dpdk_device;
   }
   return c;
 }
@@ -82,7 +88,7 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
     datapath::PortConfig pc = make_port_config(
         config.datapath, config.interfaces[p], "plane" + std::to_string(p), config.frame_size, config.xdp_mode, false,
         {config.udp_port, 4791}, config.eal_args, static_cast<uint32_t>(p),
-        "mrd-" + daemon_name + "-" + std::to_string(getpid()));
+        "mrd-" + daemon_name + "-" + std::to_string(getpid()), p < config.dpdk_devices.size() ? config.dpdk_devices[p] : "");
     if (config.datapath == "udp") {
       pc.local_ip = lab::ip_to_string(config.ip);
       pc.local_port = config.udp_port;

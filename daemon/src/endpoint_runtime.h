@@ -76,11 +76,14 @@ class EndpointRuntime {
   std::array<transport::Completion, 64> completions_{};
 };
 
-// Port configuration for a datapath kind and interface (shared with the fabric role).
+// Port configuration for a datapath kind and interface (shared with the fabric
+// role). dpdk_device: the interface's DPDK device (endpoint.dpdk_devices), ""
+// for net_af_packet on ifname.
 datapath::PortConfig make_port_config(const std::string& datapath, const std::string& ifname, const std::string& name,
                                       uint32_t frame_size, const std::string& xdp_mode, bool bridge,
                                       const std::vector<uint16_t>& udp_ports, const std::vector<std::string>& eal_args,
-                                      uint32_t dpdk_index, const std::string& file_prefix);
+                                      uint32_t dpdk_index, const std::string& file_prefix,
+                                      const std::string& dpdk_device = "");
 
 // Closes ports inside the namespace they were opened in ("" = the daemon's
 // own): an XDP program is detached by interface index, which in another

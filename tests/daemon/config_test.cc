@@ -94,6 +94,38 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
 
 // Issue 11 finding 6: duplicate keys, a directory given as the file, and
 // relative paths that must not depend on the daemon's working directory.
+// endpoint.dpdk_devices: one DPDK device per interface (a PCI address, e.g.
+// an SR-IOV VF, or a virtual device), checked for shape, count and datapath.
+TEST(DaemonConfig, DpdkDevicesNameOnePciAddressOrVirtualDevicePerInterface) {
+  const std::string dpdk = std::string(kEndpoint) + "  datapath: dpdk\n";
+  {
+    std::string err;
+    auto c = md::parse_daemon_yaml(dpdk + "  dpdk_devices: [0000:3b:02.0, 'net_af_xdp1,iface=p1']\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << err;
+    EXPECT_EQ(c->endpoint->dpdk_devices, (std::vector<std::string>{"0000:3b:02.0", "net_af_xdp1,iface=p1"}));
+    auto again = md::parse_daemon_yaml(md::daemon_config_yaml(*c), "again.yaml", &err);
+    ASSERT_TRUE(again) << err;
+    EXPECT_EQ(again->endpoint->dpdk_devices, c->endpoint->dpdk_devices);
+  }
+  {
+    std::string err;
+    auto c = md::parse_daemon_yaml(dpdk + "  dpdk_devices: ['3b:02.7', net_ring0]\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << err;
+  }
+  for (const char* bad : {"0000:3b:02.8", "3b:2.0", "0000:3b:02", "eth0", "net_", "net_AF_XDP0", "0000-3b:02.0"})
+    EXPECT_NE(parse_error(dpdk + "  dpdk_devices: ['" + bad + "', net_ring0]\n")
+                  .find("endpoint.dpdk_devices[0]: must be a PCI address like 0000:3b:02.0 or a virtual device like "
+                        "net_af_xdp0,iface=p0 (got '" + std::string(bad) + "')"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(parse_error(dpdk + "  dpdk_devices: [0000:3b:02.0]\n")
+                .find("endpoint.dpdk_devices: must name one device per interface: 2 (got 1)"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  dpdk_devices: [0000:3b:02.0, 0000:3b:02.1]\n")
+                .find("endpoint.dpdk_devices: needs endpoint.datapath: dpdk (got afxdp)"),
+            std::string::npos);
+}
+
 TEST(DaemonConfig, DuplicateKeysDirectoriesAndRelativeSockets) {
   EXPECT_EQ(parse_error("role: endpoint\nrole: fabric\n"),
             "t.yaml:2: role: duplicate key (first at line 1); give each key once");

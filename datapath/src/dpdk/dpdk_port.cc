@@ -56,6 +56,7 @@
 #include <memory>
 #include <string>
 
+#include "metaroce/datapath/dpdk_device_name.h"
 #include "backends.h"
 #include "dpdk/eal.h"
 
@@ -187,7 +188,7 @@ bool resolve_port(const PortConfig& config, uint16_t* port_id, std::string* erro
   if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) == 0) return true;
 
   std::string devargs = spec;
-  if (comma == std::string::npos && !config.ifname.empty()) devargs += ",iface=" + config.ifname;
+  if (comma == std::string::npos && !config.ifname.empty() && is_dpdk_vdev(spec)) devargs += ",iface=" + config.ifname;
   const std::string before = available_ports();
   const int rc = rte_dev_probe(devargs.c_str());
   if (rc < 0) {

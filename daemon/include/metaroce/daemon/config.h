@@ -56,6 +56,10 @@ struct EndpointSection {
   std::string xdp_mode = "skb";            // afxdp: auto | native | skb
   uint32_t frame_size = 2048;              // [1024, 3840] for afxdp, [1024, 9216] otherwise
   std::vector<std::string> eal_args;       // dpdk: EAL arguments (default: --no-huge ... per daemon)
+  // dpdk: the device of each interface, in the same order: a PCI address
+  // ("0000:3b:02.0", e.g. an SR-IOV VF bound to vfio-pci) or a virtual device
+  // ("net_af_xdp0,iface=p0"). Empty: net_af_packet on each interface (labs).
+  std::vector<std::string> dpdk_devices;
   // Connections' defaults; ranges in transport/connection_params.h (mtu_payload
   // also at most frame_size - 128).
   uint32_t mtu_payload = transport::kParamMtuPayload.default_value;
