@@ -1,9 +1,9 @@
 #include "scenario_requests.h"
 
-#include <map>
 #include <string>
 
 #include "metaroce/api/link_patch_codec.h"
+#include "metaroce/api/operation_codec.h"
 #include "metaroce/scenario/sim_backend.h"
 
 namespace v1 = metaroce::v1;
@@ -53,13 +53,11 @@ v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
 }
 
 v1::StartJobRequest live_job(const ms::Scenario& s, const ms::JobSpec& js, const std::vector<uint16_t>& src_ports) {
-  static const std::map<std::string, v1::Operation> ops = {
-      {"write", v1::OPERATION_WRITE}, {"write_imm", v1::OPERATION_WRITE_IMM}, {"read", v1::OPERATION_READ},
-      {"send", v1::OPERATION_SEND},   {"fetch_add", v1::OPERATION_FETCH_ADD}, {"cmp_swap", v1::OPERATION_CMP_SWAP}};
   const ms::Job& j = *js.job;
   v1::StartJobRequest req;
   v1::JobSpec& spec = *req.mutable_spec();
-  spec.set_operation(ops.at(j.op));
+  // The scenario parser accepted only names of the operation table.
+  spec.set_operation(metaroce::api::encode_operation(metaroce::transport::parse_operation(j.op).value()));
   spec.add_peers(s.hosts.at(j.to));
   spec.add_message_bytes(js.message_bytes);
   spec.set_connections(js.connections);

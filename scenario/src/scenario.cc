@@ -5,6 +5,7 @@
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/transport/connection_params.h"
+#include "metaroce/transport/operations.h"
 #include "metaroce/units/units.h"
 
 #include <yaml-cpp/yaml.h>
@@ -340,11 +341,11 @@ Job Parser::job(const YAML::Node& n, const std::string& key, const Scenario& s) 
   j.to = host("to");
   if (j.from == j.to) fail(*m.find("to"), sub(key, "to"), "must differ from from (" + j.from + ")");
   if (const auto* v = m.find("transport")) j.transport = one_of(*v, sub(key, "transport"), {"metaroce", "rocev2"});
-  if (const auto* v = m.find("op"))
-    j.op = one_of(*v, sub(key, "op"), {"write", "write_imm", "read", "send", "fetch_add", "cmp_swap"});
-  const bool atomic = j.op == "fetch_add" || j.op == "cmp_swap";
-  if (j.transport == "rocev2" && j.op != "write" && j.op != "write_imm" && j.op != "send")
-    fail(*m.find("op"), sub(key, "op"), "rocev2 supports write | write_imm | send (got " + j.op + ")");
+  if (const auto* v = m.find("op")) j.op = one_of(*v, sub(key, "op"), transport::operation_name_list());
+  const transport::Operation op = transport::parse_operation(j.op).value();
+  const bool atomic = transport::is_atomic(op);
+  if (j.transport == "rocev2" && !transport::runs_on_rocev2(op))
+    fail(*m.find("op"), sub(key, "op"), "rocev2 supports " + transport::operation_names(" | ", true) + " (got " + j.op + ")");
   if (atomic) j.message_bytes = 8;
   if (const auto* v = m.find("size")) {
     j.message_bytes = static_cast<uint32_t>(size(*v, sub(key, "size"), 1, kMaxMessage));
@@ -844,7 +845,7 @@ std::string check_runnable(const Scenario& s, bool live) {
     return {};
   }
   for (size_t i = 0; i < s.jobs.size(); ++i)
-    if (s.jobs[i].op != "write")
+    if (s.jobs[i].op != transport::operation_name(transport::Operation::kWrite))
       return "jobs[" + std::to_string(i) + "].op: the simulator runs write only (got " + s.jobs[i].op + ")";
   const Nanos interval = static_cast<Nanos>(std::llround(static_cast<double>(s.interval_ns) * s.sim.time_scale));
   if (interval < 1000)
