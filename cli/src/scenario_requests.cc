@@ -11,16 +11,6 @@ namespace ms = metaroce::scenario;
 
 namespace metarocectl {
 
-v1::LinkSelector live_selector(const ms::Selector& s) {
-  v1::LinkSelector out;
-  if (s.plane) out.set_plane(*s.plane);
-  if (s.ecmp) out.set_ecmp(*s.ecmp);
-  out.set_direction(s.direction);
-  if (s.host_a) out.set_host_a(*s.host_a);
-  if (s.host_b) out.set_host_b(*s.host_b);
-  return out;
-}
-
 v1::LinkPatch live_patch(const ms::FabricChange& c) {
   // Live time is scenario time: time_scale 1.
   return metaroce::api::encode_link_patch(ms::emulator_patch(c, 1.0));
@@ -30,7 +20,7 @@ std::vector<v1::SetLinksRequest> live_setup(const ms::RunPlan& plan) {
   std::vector<v1::SetLinksRequest> out;
   for (const ms::FabricChange& c : plan.setup) {
     v1::SetLinksRequest r;
-    *r.mutable_selector() = live_selector(c.selector);
+    *r.mutable_selector() = metaroce::api::encode_link_selector(ms::emulator_selector(c.selector));
     *r.mutable_patch() = live_patch(c);
     out.push_back(std::move(r));
   }
@@ -42,7 +32,7 @@ v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
   for (const ms::FabricChange& c : plan.timeline) {
     auto* ev = req.add_events();
     ev->set_at_ns(c.at_ns);
-    *ev->mutable_selector() = live_selector(c.selector);
+    *ev->mutable_selector() = metaroce::api::encode_link_selector(ms::emulator_selector(c.selector));
     ev->set_label(c.label);
     const bool only_up_down = c.up && !c.flap && c.set.empty();
     if (only_up_down && *c.up) ev->set_up(true);

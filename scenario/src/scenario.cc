@@ -2,6 +2,7 @@
 // and what is allowed; check_runnable and plan_runs.
 #include "metaroce/scenario/scenario.h"
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/transport/connection_params.h"
@@ -447,7 +448,12 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
   if (const auto* v = m.find("plane"))
     e.selector.plane = static_cast<uint32_t>(uint(*v, sub(key, "plane"), 0, s.planes - 1));
   if (const auto* v = m.find("ecmp")) e.selector.ecmp = static_cast<uint32_t>(uint(*v, sub(key, "ecmp"), 0, s.ecmp_links - 1));
-  if (const auto* v = m.find("direction")) e.selector.direction = one_of(*v, sub(key, "direction"), {"both", "a_to_b", "b_to_a"});
+  if (const auto* v = m.find("direction")) {
+    using D = emulator::LinkSelector::Direction;
+    e.selector.direction = one_of(*v, sub(key, "direction"),
+                                  {emulator::direction_name(D::kBoth), emulator::direction_name(D::kAToB),
+                                   emulator::direction_name(D::kBToA)});
+  }
   if (const auto* v = m.find("hosts")) {
     const std::string hk = sub(key, "hosts");
     if (v->IsSequence()) {

@@ -316,6 +316,15 @@ TEST(Fabric, RoutesByDestinationAddressAmongManyHosts) {
 }
 
 
+// A direction's name is the same in the API, scenario files and flags: one table.
+TEST(LinkSelector, DirectionNamesRoundTrip) {
+  for (auto d : {LinkSelector::Direction::kBoth, LinkSelector::Direction::kAToB, LinkSelector::Direction::kBToA})
+    EXPECT_EQ(parse_direction(direction_name(d)), d) << direction_name(d);
+  EXPECT_STREQ(direction_name(LinkSelector::Direction::kAToB), "a_to_b");
+  EXPECT_FALSE(parse_direction("up").has_value());
+  EXPECT_FALSE(parse_direction("").has_value());
+}
+
 using test_support::every_field_patch;
 
 TEST(LinkPatch, ApplyPatchSetsEveryField) {
