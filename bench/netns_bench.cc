@@ -22,6 +22,7 @@
 // Needs root and AF_XDP; otherwise prints SKIPPED with the reason. Figures on
 // a shared 2-core machine are noisy in absolute terms: read the ratios.
 #include <CLI/CLI.hpp>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <ctime>
@@ -149,9 +150,11 @@ class BenchCapture {
   uint64_t not_written() const { return tap_.counters().ring_full; }
 
  private:
+  // The daemon's per-frame work (CaptureManager::drain_all): the same comment.
   void drain() {
+    std::array<char, datapath::kCaptureCommentBytes> comment;
     tap_.drain([&](const datapath::CaptureRecord& r) {
-      if (writer_->write(r.plane, static_cast<uint64_t>(r.time), r.bytes, datapath::capture_point_name(r.point)))
+      if (writer_->write(r.plane, static_cast<uint64_t>(r.time), r.bytes, datapath::capture_comment(r, comment)))
         ++written_;
     });
   }

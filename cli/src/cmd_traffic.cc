@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client.h"
+#include "metaroce/api/operation_codec.h"
 #include "commands.h"
 #include "render.h"
 #include "units.h"
@@ -47,21 +48,16 @@ struct TrafficFlags {
 };
 
 v1::Operation parse_operation(const std::string& op) {
-  if (op == "write") return v1::OPERATION_WRITE;
-  if (op == "write_imm") return v1::OPERATION_WRITE_IMM;
-  if (op == "read") return v1::OPERATION_READ;
-  if (op == "send") return v1::OPERATION_SEND;
-  if (op == "fetch_add") return v1::OPERATION_FETCH_ADD;
-  if (op == "cmp_swap") return v1::OPERATION_CMP_SWAP;
-  throw UsageError(fmt::format("--op: unknown operation (allowed: write, write_imm, read, send, fetch_add, "
-                               "cmp_swap; got \"{}\")", op));
+  if (const auto parsed = metaroce::transport::parse_operation(op)) return metaroce::api::encode_operation(*parsed);
+  throw UsageError(fmt::format("--op: unknown operation (allowed: {}; got \"{}\")",
+                               metaroce::transport::operation_names(", "), op));
 }
 
 // Everything of the JobSpec except the peers.
 v1::JobSpec build_job_spec(const TrafficFlags& f) {
   v1::JobSpec spec;
   spec.set_operation(parse_operation(f.op));
-  const bool atomic = spec.operation() == v1::OPERATION_FETCH_ADD || spec.operation() == v1::OPERATION_CMP_SWAP;
+  const bool atomic = metaroce::transport::is_atomic(*metaroce::api::decode_operation(spec.operation()));
   std::vector<std::uint32_t> sizes;
   if (!f.size.empty()) sizes = parse_size_list("--size", f.size);
   else if (!f.sizes.empty()) sizes = parse_size_list("--sizes", f.sizes);
@@ -448,8 +444,8 @@ void add_traffic_commands(CLI::App& app, Context& ctx) {
     sub->add_option("--hosts", tf.hosts, "daemon addresses for --pattern, comma-separated")->group("Targets");
     sub->add_flag("--bidirectional", tf.bidirectional, "one-to-one: also run hosts[1] -> hosts[0]")
         ->group("Targets");
-    sub->add_option("--op", tf.op, "write | write_imm | read | send | fetch_add | cmp_swap")
-        ->check(CLI::IsMember({"write", "write_imm", "read", "send", "fetch_add", "cmp_swap"}))
+    sub->add_option("--op", tf.op, metaroce::transport::operation_names(" | "))
+        ->check(CLI::IsMember(metaroce::transport::operation_name_list()))
         ->capture_default_str();
     CLI::Option* size = sub->add_option("--size", tf.size, "message size, e.g. 64K (default 64K; atomics 8)");
     CLI::Option* sizes = sub->add_option("--sizes", tf.sizes, "sizes run in order, e.g. 64,4K,64K");

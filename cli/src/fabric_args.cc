@@ -250,7 +250,7 @@ v1::LinkSelector build_link_selector(const ArgValues& values, const KeyNamer& na
   if (const std::string* t = find_value(values, "ecmp")) selector.set_ecmp(parse_u32(name_of, "ecmp", *t));
   if (const std::string* t = find_value(values, "direction")) {
     const std::string direction = lowered(*t);
-    if (direction != "both" && direction != "a_to_b" && direction != "b_to_a") {
+    if (!metaroce::emulator::parse_direction(direction)) {
       throw UsageError(fmt::format("{}: unknown direction (allowed: both, a_to_b, b_to_a; got \"{}\")",
                                    name_of("direction"), *t));
     }

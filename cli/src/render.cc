@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "metaroce/api/operation_codec.h"
 #include "units.h"
 
 namespace metarocectl {
@@ -154,16 +155,8 @@ std::string job_state_name(v1::JobState state) {
 }
 
 std::string operation_name(v1::Operation operation) {
-  switch (operation) {
-    case v1::OPERATION_UNSPECIFIED:
-    case v1::OPERATION_WRITE: return "write";
-    case v1::OPERATION_WRITE_IMM: return "write_imm";
-    case v1::OPERATION_READ: return "read";
-    case v1::OPERATION_SEND: return "send";
-    case v1::OPERATION_FETCH_ADD: return "fetch_add";
-    case v1::OPERATION_CMP_SWAP: return "cmp_swap";
-    default: return "unknown";
-  }
+  const auto op = metaroce::api::decode_operation(operation);
+  return op ? metaroce::transport::operation_name(*op) : "unknown";
 }
 
 std::string render_job_summary(const v1::JobInfo& job) {

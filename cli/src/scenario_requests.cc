@@ -1,25 +1,15 @@
 #include "scenario_requests.h"
 
-#include <map>
 #include <string>
 
 #include "metaroce/api/link_patch_codec.h"
+#include "metaroce/api/operation_codec.h"
 #include "metaroce/scenario/sim_backend.h"
 
 namespace v1 = metaroce::v1;
 namespace ms = metaroce::scenario;
 
 namespace metarocectl {
-
-v1::LinkSelector live_selector(const ms::Selector& s) {
-  v1::LinkSelector out;
-  if (s.plane) out.set_plane(*s.plane);
-  if (s.ecmp) out.set_ecmp(*s.ecmp);
-  out.set_direction(s.direction);
-  if (s.host_a) out.set_host_a(*s.host_a);
-  if (s.host_b) out.set_host_b(*s.host_b);
-  return out;
-}
 
 v1::LinkPatch live_patch(const ms::FabricChange& c) {
   // Live time is scenario time: time_scale 1.
@@ -30,7 +20,7 @@ std::vector<v1::SetLinksRequest> live_setup(const ms::RunPlan& plan) {
   std::vector<v1::SetLinksRequest> out;
   for (const ms::FabricChange& c : plan.setup) {
     v1::SetLinksRequest r;
-    *r.mutable_selector() = live_selector(c.selector);
+    *r.mutable_selector() = metaroce::api::encode_link_selector(ms::emulator_selector(c.selector));
     *r.mutable_patch() = live_patch(c);
     out.push_back(std::move(r));
   }
@@ -42,7 +32,7 @@ v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
   for (const ms::FabricChange& c : plan.timeline) {
     auto* ev = req.add_events();
     ev->set_at_ns(c.at_ns);
-    *ev->mutable_selector() = live_selector(c.selector);
+    *ev->mutable_selector() = metaroce::api::encode_link_selector(ms::emulator_selector(c.selector));
     ev->set_label(c.label);
     const bool only_up_down = c.up && !c.flap && c.set.empty();
     if (only_up_down && *c.up) ev->set_up(true);
@@ -53,13 +43,11 @@ v1::LoadTimelineRequest live_timeline(const ms::RunPlan& plan) {
 }
 
 v1::StartJobRequest live_job(const ms::Scenario& s, const ms::JobSpec& js, const std::vector<uint16_t>& src_ports) {
-  static const std::map<std::string, v1::Operation> ops = {
-      {"write", v1::OPERATION_WRITE}, {"write_imm", v1::OPERATION_WRITE_IMM}, {"read", v1::OPERATION_READ},
-      {"send", v1::OPERATION_SEND},   {"fetch_add", v1::OPERATION_FETCH_ADD}, {"cmp_swap", v1::OPERATION_CMP_SWAP}};
   const ms::Job& j = *js.job;
   v1::StartJobRequest req;
   v1::JobSpec& spec = *req.mutable_spec();
-  spec.set_operation(ops.at(j.op));
+  // The scenario parser accepted only names of the operation table.
+  spec.set_operation(metaroce::api::encode_operation(metaroce::transport::parse_operation(j.op).value()));
   spec.add_peers(s.hosts.at(j.to));
   spec.add_message_bytes(js.message_bytes);
   spec.set_connections(js.connections);

@@ -12,7 +12,6 @@
 
 namespace metarocectl {
 
-metaroce::v1::LinkSelector live_selector(const metaroce::scenario::Selector& s);
 // A change as a Fabric API patch: the simulator's patch (emulator_patch at
 // time_scale 1), encoded, so a scenario means the same change in both modes.
 metaroce::v1::LinkPatch live_patch(const metaroce::scenario::FabricChange& c);

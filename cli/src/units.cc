@@ -136,7 +136,7 @@ std::string format_duration_ns(std::int64_t ns) { return metaroce::units::format
 
 std::string format_rate_short(double bps) { return metaroce::units::format_rate(bps, 3); }
 
-std::string format_gbps(double bps) { return fmt::format("{:.2f} Gb/s", bps / 1e9); }
+std::string format_gbps(double bps) { return metaroce::units::format_gbps(bps, 2); }
 
 std::string format_size(std::uint64_t bytes) { return metaroce::units::format_size(bytes); }
 

@@ -3,13 +3,13 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core.h"
-#include "metaroce/emulator/link.h"
 
 namespace metaroce::daemon {
 namespace {
@@ -175,22 +175,13 @@ grpc::Status CaptureManager::get(v1::CaptureInfo* out) {
 
 size_t CaptureManager::drain_all() {
   size_t n = 0;
-  char comment[128];
+  std::array<char, datapath::kCaptureCommentBytes> comment;
   for (Attached& a : taps_)
     n += a.tap->drain([&](const datapath::CaptureRecord& r) {
       // Past max_packets the frames are after the capture's end, not lost.
       if (spec_.max_packets() && writer_->counters().frames_written >= spec_.max_packets()) return;
-      const char* point = datapath::capture_point_name(r.point);
-      if (r.point == datapath::CapturePoint::kFabricDropped)
-        std::snprintf(comment, sizeof comment, "%s: %s, from host %u", point,
-                      emulator::drop_cause_name(static_cast<emulator::DropCause>(r.drop_cause)), unsigned{r.host});
-      else if (r.point == datapath::CapturePoint::kFabricIn)
-        std::snprintf(comment, sizeof comment, "%s, from host %u", point, unsigned{r.host});
-      else if (r.point == datapath::CapturePoint::kFabricOut)
-        std::snprintf(comment, sizeof comment, "%s, to host %u", point, unsigned{r.host});
-      else
-        std::snprintf(comment, sizeof comment, "%s", point);
-      writer_->write(r.plane, static_cast<uint64_t>(r.time + realtime_offset_ns_), r.bytes, comment);
+      writer_->write(r.plane, static_cast<uint64_t>(r.time + realtime_offset_ns_), r.bytes,
+                     datapath::capture_comment(r, comment));
     });
   return n;
 }

@@ -763,7 +763,7 @@ grpc::Status DaemonCore::verify(const v1::VerifyRequest& req, v1::VerifyResponse
     resp = it->second.responder;
   }
   const auto op = parse_operation(req.operation());
-  if (!op) return invalid("operation", "must be one of write, write_imm, read, send, fetch_add, cmp_swap (got " + quote_value(req.operation()) + ")");
+  if (!op) return invalid("operation", "must be one of " + transport::operation_names(", ") + " (got " + quote_value(req.operation()) + ")");
   if (req.phases_size() == 0) return invalid("phases", "needs at least one phase (the job's sizes in order)");
   std::vector<VerifyPhase> phases;
   for (int i = 0; i < req.phases_size(); ++i) {

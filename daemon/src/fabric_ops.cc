@@ -30,9 +30,8 @@ grpc::Status to_emulator_selector(const v1::LinkSelector& in, const FabricSectio
                                   const std::string& field) {
   if (in.has_plane()) out->plane = in.plane();
   if (in.has_ecmp()) out->ecmp = in.ecmp();
-  if (in.direction().empty() || in.direction() == "both") out->direction = emulator::LinkSelector::Direction::kBoth;
-  else if (in.direction() == "a_to_b") out->direction = emulator::LinkSelector::Direction::kAToB;
-  else if (in.direction() == "b_to_a") out->direction = emulator::LinkSelector::Direction::kBToA;
+  if (in.direction().empty()) out->direction = emulator::LinkSelector::Direction::kBoth;
+  else if (auto d = emulator::parse_direction(in.direction())) out->direction = *d;
   else return invalid(field + ".direction", "must be both, a_to_b or b_to_a (got " + quote_value(in.direction()) + ")");
   if (in.has_host_a() != in.has_host_b()) return invalid(field + ".host_a", "host_a and host_b go together (a host pair)");
   if (in.has_host_a()) out->host_a = in.host_a(), out->host_b = in.host_b();

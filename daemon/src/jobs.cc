@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core.h"
+#include "metaroce/api/operation_codec.h"
 
 namespace metaroce::daemon {
 
@@ -37,22 +38,6 @@ namespace {
 
 constexpr uint32_t kMaxRunningJobs = 16;
 
-bool supported(v1::Transport t, Operation op) {
-  if (t != v1::TRANSPORT_ROCEV2) return true;
-  return op == Operation::kWrite || op == Operation::kWriteImm || op == Operation::kSend;
-}
-
-Operation to_operation(v1::Operation op) {
-  switch (op) {
-    case v1::OPERATION_WRITE_IMM: return Operation::kWriteImm;
-    case v1::OPERATION_READ: return Operation::kRead;
-    case v1::OPERATION_SEND: return Operation::kSend;
-    case v1::OPERATION_FETCH_ADD: return Operation::kFetchAdd;
-    case v1::OPERATION_CMP_SWAP: return Operation::kCmpSwap;
-    default: return Operation::kWrite;
-  }
-}
-
 bool terminal(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_STOPPED;
 }
@@ -71,9 +56,11 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
   if (shutting_down_) return {grpc::StatusCode::UNAVAILABLE, "the daemon is shutting down"};
   join_finished_jobs();
   v1::JobSpec spec = in;
-  if (!v1::Operation_IsValid(spec.operation()))
-    return invalid("spec.operation", "must be write, write_imm, read, send, fetch_add or cmp_swap");
-  const Operation op = to_operation(spec.operation());
+  const std::optional<Operation> decoded = api::decode_operation(spec.operation());
+  if (!decoded)
+    return invalid("spec.operation", "must be one of " + transport::operation_names(", ") + " (got " +
+                                         std::to_string(spec.operation()) + ")");
+  const Operation op = *decoded;
   if (spec.peers_size() < 1 || spec.peers_size() > 64)
     return invalid("spec.peers", "must list 1 to 64 peer daemon addresses (got " + std::to_string(spec.peers_size()) + ")");
   for (int i = 0; i < spec.peers_size(); ++i)
@@ -108,9 +95,9 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
   v1::ConnectionParams resolved;
   if (auto s = resolve_params(params, &resolved); !s.ok())
     return {s.error_code(), "spec." + s.error_message()};
-  if (!supported(resolved.transport(), op))
-    return invalid("spec.operation", std::string(operation_name(op)) +
-                                         " is not supported by rocev2 (supported: write, write_imm, send)");
+  if (resolved.transport() == v1::TRANSPORT_ROCEV2 && !transport::runs_on_rocev2(op))
+    return invalid("spec.operation", std::string(operation_name(op)) + " is not supported by rocev2 (supported: " +
+                                         transport::operation_names(", ", true) + ")");
   if (spec.path_src_ports_size() > 0) {
     if (params.path_src_ports_size() > 0 || params.base_src_port() != 0)
       return invalid("spec.path_src_ports", "set spec.path_src_ports or params.base_src_port/path_src_ports, not both");

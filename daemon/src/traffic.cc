@@ -52,22 +52,6 @@ uint64_t load_u64(const uint8_t* p) {
 }
 void store_u64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
 
-Verb verb_of(Operation op) {
-  switch (op) {
-    case Operation::kWrite: return Verb::kWrite;
-    case Operation::kWriteImm: return Verb::kWriteImm;
-    case Operation::kRead: return Verb::kRead;
-    case Operation::kSend: return Verb::kSend;
-    case Operation::kFetchAdd: return Verb::kFetchAdd;
-    case Operation::kCmpSwap: return Verb::kCmpSwap;
-  }
-  return Verb::kWrite;
-}
-
-bool supported_by_rocev2(Operation op) {
-  return op == Operation::kWrite || op == Operation::kWriteImm || op == Operation::kSend;
-}
-
 template <typename... Args>
 std::string format(const char* fmt, Args... args) {
   char buf[512];
@@ -87,26 +71,7 @@ std::unique_ptr<uint64_t[]> alloc_words(uint64_t bytes) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- names, pattern, layout
-
-const char* operation_name(Operation op) {
-  switch (op) {
-    case Operation::kWrite: return "write";
-    case Operation::kWriteImm: return "write_imm";
-    case Operation::kRead: return "read";
-    case Operation::kSend: return "send";
-    case Operation::kFetchAdd: return "fetch_add";
-    case Operation::kCmpSwap: return "cmp_swap";
-  }
-  return "unknown";
-}
-
-std::optional<Operation> parse_operation(std::string_view name) {
-  for (Operation op : {Operation::kWrite, Operation::kWriteImm, Operation::kRead, Operation::kSend,
-                       Operation::kFetchAdd, Operation::kCmpSwap})
-    if (name == operation_name(op)) return op;
-  return std::nullopt;
-}
+// ---------------------------------------------------------------- pattern, layout
 
 uint64_t pattern_word(uint64_t seed, uint64_t slot, uint64_t word) {
   // Distinct odd multipliers spread slot and word over all 64 bits before the
@@ -260,7 +225,7 @@ std::unique_ptr<TrafficDriver> TrafficDriver::prepare(transport::Endpoint& ep, c
   d->spec_.max_message_bytes = max_bytes;
   d->layout_ = layout;
   Impl& im = *d->impl_;
-  im.verb = verb_of(spec.op);
+  im.verb = transport::verb_of(spec.op);
   im.conns_streams = spec.streams;
   im.conns.resize(d->conns_.size());
   im.streams.resize(d->conns_.size() * spec.streams);
@@ -306,9 +271,9 @@ bool TrafficDriver::attach(std::string* error) {
     // The engine has no config accessor; its stats name the transport (control plane, may allocate).
     c.transport = ep_.stats(id).transport;
     if (c.transport == TransportKind::kRoCEv2) {
-      if (!supported_by_rocev2(spec_.op))
-        return invalid(format("operation: %s is not supported by rocev2 (supported: write, write_imm, send)",
-                              operation_name(spec_.op)));
+      if (!transport::runs_on_rocev2(spec_.op))
+        return invalid(format("operation: %s is not supported by rocev2 (supported: %s)", operation_name(spec_.op),
+                              transport::operation_names(", ", true).c_str()));
       if (spec_.streams != 1)
         return invalid(format("streams: a rocev2 connection has exactly 1 stream (got %u)", unsigned{spec_.streams}));
     }

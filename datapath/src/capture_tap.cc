@@ -1,8 +1,10 @@
 #include "metaroce/datapath/capture_tap.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "metaroce/emulator/link.h"
 #include "metaroce/wire/bytes.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/rocev2.h"
@@ -18,6 +20,21 @@ const char* capture_point_name(CapturePoint p) {
     case CapturePoint::kFabricDropped: return "dropped by the emulator";
   }
   return "?";
+}
+
+std::string_view capture_comment(const CaptureRecord& r, std::span<char, kCaptureCommentBytes> buf) {
+  const char* point = capture_point_name(r.point);
+  int n = 0;
+  if (r.point == CapturePoint::kFabricDropped)
+    n = std::snprintf(buf.data(), buf.size(), "%s: %s, from host %u", point,
+                      emulator::drop_cause_name(static_cast<emulator::DropCause>(r.drop_cause)), unsigned{r.host});
+  else if (r.point == CapturePoint::kFabricIn)
+    n = std::snprintf(buf.data(), buf.size(), "%s, from host %u", point, unsigned{r.host});
+  else if (r.point == CapturePoint::kFabricOut)
+    n = std::snprintf(buf.data(), buf.size(), "%s, to host %u", point, unsigned{r.host});
+  else
+    n = std::snprintf(buf.data(), buf.size(), "%s", point);
+  return {buf.data(), std::min(static_cast<size_t>(std::max(n, 0)), buf.size() - 1)};
 }
 
 bool CaptureFilter::wants(CapturePoint p) const {

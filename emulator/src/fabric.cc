@@ -138,6 +138,21 @@ std::optional<std::string> validate(const LinkPatch& patch) {
   return validate(c);
 }
 
+const char* direction_name(LinkSelector::Direction d) {
+  switch (d) {
+    case LinkSelector::Direction::kBoth: return "both";
+    case LinkSelector::Direction::kAToB: return "a_to_b";
+    case LinkSelector::Direction::kBToA: return "b_to_a";
+  }
+  return "unknown";
+}
+
+std::optional<LinkSelector::Direction> parse_direction(std::string_view name) {
+  for (auto d : {LinkSelector::Direction::kBoth, LinkSelector::Direction::kAToB, LinkSelector::Direction::kBToA})
+    if (name == direction_name(d)) return d;
+  return std::nullopt;
+}
+
 std::optional<std::string> validate(const LinkSelector& sel, const FabricConfig& shape) {
   if (sel.plane && *sel.plane >= shape.planes)
     return "plane: must be in [0, " + std::to_string(shape.planes - 1) + "] (got " + std::to_string(*sel.plane) + ")";

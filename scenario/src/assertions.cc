@@ -6,12 +6,11 @@
 #include <limits>
 
 #include "metaroce/scenario/scenario.h"
+#include "metaroce/units/units.h"
 
 namespace metaroce::scenario {
 
 namespace detail {  // scenario.cc
-std::string trim_number(double v, int max_decimals);
-std::string format_duration(Nanos ns);
 std::string format_sweep_value(const std::string& parameter, double v);
 }  // namespace detail
 
@@ -26,9 +25,9 @@ std::string num(double v) {
   return b;
 }
 
-std::string threshold(double v) { return detail::trim_number(v, 6); }
+std::string threshold(double v) { return units::trimmed_fixed(v, 6); }
 
-std::string seconds(double s) { return detail::format_duration(static_cast<Nanos>(std::llround(s * 1e9))); }
+std::string seconds(double s) { return units::format_duration_as_written(static_cast<Nanos>(std::llround(s * 1e9))); }
 
 std::string run_label(const RunResult& r) {
   if (r.sweep_parameter.empty()) return r.job;
@@ -135,7 +134,7 @@ AssertionResult one(const Assertion& a, const RunResult& run, const std::vector<
       out.value = *recovered;
       const Nanos rec_ns = static_cast<Nanos>(std::llround(*recovered * 1e9));
       out.passed = rec_ns <= max_ns;
-      out.detail = seconds(*recovered) + (out.passed ? " <= " : " > ") + detail::format_duration(max_ns);
+      out.detail = seconds(*recovered) + (out.passed ? " <= " : " > ") + units::format_duration_as_written(max_ns);
       break;
     }
     case Assertion::Metric::kDataErrors: {

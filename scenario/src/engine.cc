@@ -2,6 +2,7 @@
 #include "metaroce/scenario/engine.h"
 
 #include "metaroce/emulator/fabric.h"
+#include "metaroce/units/units.h"
 
 #include <algorithm>
 #include <atomic>
@@ -248,7 +249,7 @@ std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend&
         bytes += b;
         loads += " " + fixed(100.0 * std::min(1.0, b * 8 / dt / plan.link_rate_bps), 0) + "%";
       }
-      say("  " + fixed(cur.t_s, 2) + " s  fabric " + fixed(bytes * 8 / dt / 1e9, 3) + " Gb/s  plane load" + loads +
+      say("  " + fixed(cur.t_s, 2) + " s  fabric " + units::format_gbps(bytes * 8 / dt, 3) + "  plane load" + loads +
           "  queue " + fixed(cur.queue_bytes, 0) + " B");
     }
     if (done) break;
@@ -267,7 +268,7 @@ std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend&
     add_fabric_columns(samples, plan.planes, plan.link_rate_bps, &rr);
     rr.events.clear();
     for (const FaultEvent& e : s.timeline) rr.events.emplace_back(static_cast<double>(e.at_ns) / 1e9, e.label);
-    say("  " + rr.job + ": " + rr.state + " " + fixed(rr.goodput_bps / 1e9, 3) + " Gb/s, " +
+    say("  " + rr.job + ": " + rr.state + " " + units::format_gbps(rr.goodput_bps, 3) + ", " +
         std::to_string(rr.retransmits) + " retransmits, verification " + rr.verification);
   }
   return results;

@@ -2,9 +2,11 @@
 // and what is allowed; check_runnable and plan_runs.
 #include "metaroce/scenario/scenario.h"
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/transport/connection_params.h"
+#include "metaroce/transport/operations.h"
 #include "metaroce/units/units.h"
 
 #include <yaml-cpp/yaml.h>
@@ -23,59 +25,17 @@ namespace metaroce::scenario {
 // Formatting shared with assertions.cc and engine.cc (declared there too).
 namespace detail {
 
-std::string trim_number(double v, int max_decimals = 6) { return units::trimmed_fixed(v, max_decimals); }
-
-std::string format_duration(Nanos ns) {
-  if (ns == 0) return "0";
-  constexpr Nanos kMinute = 60'000'000'000, kHourNs = 60 * kMinute;
-  if (ns % kHourNs == 0) return std::to_string(ns / kHourNs) + "h";
-  if (ns % kMinute == 0) return std::to_string(ns / kMinute) + "min";
-  const double v = static_cast<double>(ns);
-  const double a = std::fabs(v);
-  if (a >= 1e9) return trim_number(v / 1e9, 6) + "s";
-  if (a >= 1e6) return trim_number(v / 1e6, 3) + "ms";
-  if (a >= 1e3) return trim_number(v / 1e3, 3) + "us";
-  return trim_number(v, 0) + "ns";
-}
-
-std::string format_probability(double p) {
-  if (p == 0) return "0";
-  return trim_number(p * 100, 4) + "%";
-}
-
-std::string format_rate(double bps) {
-  if (bps >= 1e12) return trim_number(bps / 1e12, 3) + "T";
-  if (bps >= 1e9) return trim_number(bps / 1e9, 3) + "G";
-  if (bps >= 1e6) return trim_number(bps / 1e6, 3) + "M";
-  if (bps >= 1e3) return trim_number(bps / 1e3, 3) + "K";
-  return trim_number(bps, 3);
-}
-
-std::string format_size(double bytes) {
-  const auto whole = [](double v, double unit) { return v >= unit && std::fmod(v, unit) == 0; };
-  if (whole(bytes, 1024.0 * 1024 * 1024)) return trim_number(bytes / (1024.0 * 1024 * 1024), 0) + "G";
-  if (whole(bytes, 1024.0 * 1024)) return trim_number(bytes / (1024.0 * 1024), 0) + "M";
-  if (whole(bytes, 1024.0)) return trim_number(bytes / 1024, 0) + "K";
-  return trim_number(bytes, 0);
-}
-
 // A sweep value as the file would write it ("loss 1%", "skew 20us", "message_bytes 16K").
 std::string format_sweep_value(const std::string& parameter, double v) {
-  if (parameter == "loss") return format_probability(v);
-  if (parameter == "skew_ns") return format_duration(static_cast<Nanos>(v));
-  if (parameter == "message_bytes") return format_size(v);
-  return trim_number(v, 3);
+  if (parameter == "loss") return units::format_percent(v, 4);
+  if (parameter == "skew_ns") return units::format_duration_as_written(static_cast<Nanos>(v));
+  if (parameter == "message_bytes") return units::format_size(static_cast<uint64_t>(v));
+  return units::trimmed_fixed(v, 3);
 }
 
 }  // namespace detail
 
 namespace {
-
-using detail::format_duration;
-using detail::format_probability;
-using detail::format_rate;
-using detail::format_size;
-using detail::trim_number;
 
 constexpr Nanos kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
 constexpr uint32_t kMaxHosts = 16, kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
@@ -209,33 +169,34 @@ class Parser {
   }
   static std::string scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string(); }
   double number(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open = false) const {
-    const std::string range = std::string(lo_open ? "(" : "[") + trim_number(lo) + ", " + trim_number(hi) + "]";
+    const std::string range = std::string(lo_open ? "(" : "[") + units::trimmed_fixed(lo, 6) + ", " + units::trimmed_fixed(hi, 6) + "]";
     const double x = unit_value(n, key, units::parse_number(scalar(n)), range);
     if (x < lo || x > hi || (lo_open && x == lo)) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return x;
   }
   // "2s" "500ms" "5us" "100ns"; a bare 0.
   Nanos duration(const YAML::Node& n, const std::string& key, Nanos lo, Nanos hi) const {
-    const std::string range = "[" + format_duration(lo) + ", " + format_duration(hi) + "]";
+    const std::string range = "[" + units::format_duration_as_written(lo) + ", " + units::format_duration_as_written(hi) + "]";
     const Nanos ns = unit_value(n, key, units::parse_duration_ns(scalar(n)), range);
     if (ns < lo || ns > hi) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return ns;
   }
   // "16K" "1M" (1024-based) or integers (bytes).
   uint64_t size(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
-    const std::string range = "[" + format_size(static_cast<double>(lo)) + ", " + format_size(static_cast<double>(hi)) + "]";
+    const std::string range = "[" + units::format_size(lo) + ", " + units::format_size(hi) + "]";
     const uint64_t b = unit_value(n, key, units::parse_size_bytes(scalar(n)), range);
     if (b < lo || b > hi) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return b;
   }
   // "25G" "10M" (bits/s, 1000-based) or numbers.
   double rate(const YAML::Node& n, const std::string& key, double lo, double hi, bool lo_open) const {
-    const std::string range = std::string(lo_open ? "(" : "[") + format_rate(lo) + ", " + format_rate(hi) + "]";
+    const std::string range = std::string(lo_open ? "(" : "[") + units::format_rate(lo) + ", " + units::format_rate(hi) + "]";
     const double r = unit_value(n, key, units::parse_rate_bps(scalar(n)), range);
     if (r < lo || r > hi || (lo_open && r == lo)) fail(n, key, "must be in " + range + " (got " + n.Scalar() + ")");
     return r;
   }
-  // "1%" or 0.01, in [0, 1].
+  // "1%" or 0.01: the range and the percent form are units::parse_probability's
+  // (its `allowed` text names them), so no range is written here.
   double probability(const YAML::Node& n, const std::string& key) const {
     return unit_value(n, key, units::parse_probability(scalar(n)), "");
   }
@@ -340,11 +301,11 @@ Job Parser::job(const YAML::Node& n, const std::string& key, const Scenario& s) 
   j.to = host("to");
   if (j.from == j.to) fail(*m.find("to"), sub(key, "to"), "must differ from from (" + j.from + ")");
   if (const auto* v = m.find("transport")) j.transport = one_of(*v, sub(key, "transport"), {"metaroce", "rocev2"});
-  if (const auto* v = m.find("op"))
-    j.op = one_of(*v, sub(key, "op"), {"write", "write_imm", "read", "send", "fetch_add", "cmp_swap"});
-  const bool atomic = j.op == "fetch_add" || j.op == "cmp_swap";
-  if (j.transport == "rocev2" && j.op != "write" && j.op != "write_imm" && j.op != "send")
-    fail(*m.find("op"), sub(key, "op"), "rocev2 supports write | write_imm | send (got " + j.op + ")");
+  if (const auto* v = m.find("op")) j.op = one_of(*v, sub(key, "op"), transport::operation_name_list());
+  const transport::Operation op = transport::parse_operation(j.op).value();
+  const bool atomic = transport::is_atomic(op);
+  if (j.transport == "rocev2" && !transport::runs_on_rocev2(op))
+    fail(*m.find("op"), sub(key, "op"), "rocev2 supports " + transport::operation_names(" | ", true) + " (got " + j.op + ")");
   if (atomic) j.message_bytes = 8;
   if (const auto* v = m.find("size")) {
     j.message_bytes = static_cast<uint32_t>(size(*v, sub(key, "size"), 1, kMaxMessage));
@@ -398,23 +359,23 @@ std::string describe_selector(const Selector& sel, const Scenario& s) {
 
 std::string describe_settings(const LinkSettings& l) {
   std::vector<std::string> parts;
-  if (l.loss) parts.push_back("loss " + format_probability(*l.loss));
-  if (l.delay_ns) parts.push_back("delay " + format_duration(*l.delay_ns));
-  if (l.jitter_ns) parts.push_back("jitter " + format_duration(*l.jitter_ns));
-  if (l.duplicate) parts.push_back("duplicate " + format_probability(*l.duplicate));
-  if (l.corrupt) parts.push_back("corrupt " + format_probability(*l.corrupt));
-  if (l.reorder) parts.push_back("reorder " + format_probability(*l.reorder));
-  if (l.reorder_delay_ns) parts.push_back("reorder_delay " + format_duration(*l.reorder_delay_ns));
-  if (l.rate_bps) parts.push_back("rate " + format_rate(*l.rate_bps));
-  if (l.ecn_threshold_bytes) parts.push_back("ecn_threshold " + format_size(*l.ecn_threshold_bytes));
-  if (l.queue_limit_bytes) parts.push_back("queue_limit " + format_size(*l.queue_limit_bytes));
+  if (l.loss) parts.push_back("loss " + units::format_percent(*l.loss, 4));
+  if (l.delay_ns) parts.push_back("delay " + units::format_duration_as_written(*l.delay_ns));
+  if (l.jitter_ns) parts.push_back("jitter " + units::format_duration_as_written(*l.jitter_ns));
+  if (l.duplicate) parts.push_back("duplicate " + units::format_percent(*l.duplicate, 4));
+  if (l.corrupt) parts.push_back("corrupt " + units::format_percent(*l.corrupt, 4));
+  if (l.reorder) parts.push_back("reorder " + units::format_percent(*l.reorder, 4));
+  if (l.reorder_delay_ns) parts.push_back("reorder_delay " + units::format_duration_as_written(*l.reorder_delay_ns));
+  if (l.rate_bps) parts.push_back("rate " + units::format_rate(*l.rate_bps));
+  if (l.ecn_threshold_bytes) parts.push_back("ecn_threshold " + units::format_size(*l.ecn_threshold_bytes));
+  if (l.queue_limit_bytes) parts.push_back("queue_limit " + units::format_size(*l.queue_limit_bytes));
   return join(parts);
 }
 
 std::string ramp_value(const std::string& field, double v) {
-  if (field == "delay_ns") return format_duration(static_cast<Nanos>(v));
-  if (field == "rate_bps") return format_rate(v);
-  return format_probability(v);
+  if (field == "delay_ns") return units::format_duration_as_written(static_cast<Nanos>(v));
+  if (field == "rate_bps") return units::format_rate(v);
+  return units::format_percent(v, 4);
 }
 
 FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scenario& s) const {
@@ -434,7 +395,7 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
     // Checked against the duration by hand for a clearer message.
     e.at_ns = duration(at, k, 0, 100 * kHour);
     if (e.at_ns > s.duration_ns)
-      fail(at, k, "must be in [0, duration] = [0, " + format_duration(s.duration_ns) + "] (got " + at.Scalar() + ")");
+      fail(at, k, "must be in [0, duration] = [0, " + units::format_duration_as_written(s.duration_ns) + "] (got " + at.Scalar() + ")");
   }
   // Keys that belong to one action only.
   const std::vector<std::pair<const char*, const char*>> owned = {{"set", "set"},     {"period", "flap"}, {"down_for", "flap"},
@@ -446,7 +407,12 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
   if (const auto* v = m.find("plane"))
     e.selector.plane = static_cast<uint32_t>(uint(*v, sub(key, "plane"), 0, s.planes - 1));
   if (const auto* v = m.find("ecmp")) e.selector.ecmp = static_cast<uint32_t>(uint(*v, sub(key, "ecmp"), 0, s.ecmp_links - 1));
-  if (const auto* v = m.find("direction")) e.selector.direction = one_of(*v, sub(key, "direction"), {"both", "a_to_b", "b_to_a"});
+  if (const auto* v = m.find("direction")) {
+    using D = emulator::LinkSelector::Direction;
+    e.selector.direction = one_of(*v, sub(key, "direction"),
+                                  {emulator::direction_name(D::kBoth), emulator::direction_name(D::kAToB),
+                                   emulator::direction_name(D::kBToA)});
+  }
   if (const auto* v = m.find("hosts")) {
     const std::string hk = sub(key, "hosts");
     if (v->IsSequence()) {
@@ -499,8 +465,8 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
       e.ramp_duration_ns = duration(o, sub(key, "over"), 1, kHour);
       if (e.at_ns + e.ramp_duration_ns > s.duration_ns)
         fail(o, sub(key, "over"),
-             "the ramp must end by the duration: at + over must be <= " + format_duration(s.duration_ns) + " (got " +
-                 format_duration(e.at_ns) + " + " + o.Scalar() + ")");
+             "the ramp must end by the duration: at + over must be <= " + units::format_duration_as_written(s.duration_ns) + " (got " +
+                 units::format_duration_as_written(e.at_ns) + " + " + o.Scalar() + ")");
       if (const auto* st = m.find("steps")) e.ramp_steps = static_cast<uint32_t>(uint(*st, sub(key, "steps"), 1, 1000));
       break;
     }
@@ -516,14 +482,14 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
       case FaultEvent::Action::kDown: e.label = where + " down"; break;
       case FaultEvent::Action::kUp: e.label = where + " up"; break;
       case FaultEvent::Action::kFlap:
-        e.label = e.flap_period_ns > 0 ? where + " flapping (down " + format_duration(e.flap_down_ns) + " every " +
-                                             format_duration(e.flap_period_ns) + ")"
+        e.label = e.flap_period_ns > 0 ? where + " flapping (down " + units::format_duration_as_written(e.flap_down_ns) + " every " +
+                                             units::format_duration_as_written(e.flap_period_ns) + ")"
                                        : where + " stops flapping";
         break;
       case FaultEvent::Action::kRamp: {
         const std::string f = e.ramp_field == "delay_ns" ? "delay" : e.ramp_field == "rate_bps" ? "rate" : e.ramp_field;
         e.label = "ramp " + f + " " + ramp_value(e.ramp_field, e.ramp_from) + " -> " + ramp_value(e.ramp_field, e.ramp_to) +
-                  " over " + format_duration(e.ramp_duration_ns) + " on " + where;
+                  " over " + units::format_duration_as_written(e.ramp_duration_ns) + " on " + where;
         break;
       }
     }
@@ -599,7 +565,7 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
     max_text = v.Scalar();
     if (a.baseline_to_ns > a.at_ns)
       fail(*m.find("baseline"), sub(key, "baseline"),
-           "must end by at (" + format_duration(a.at_ns) + "): the baseline is the goodput before the fault");
+           "must end by at (" + units::format_duration_as_written(a.at_ns) + "): the baseline is the goodput before the fault");
   }
   if (a.metric == M::kDataErrors) {
     if (const auto* v = m.find("max")) {
@@ -619,7 +585,7 @@ Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const S
   switch (a.metric) {
     case M::kGoodputRatio: a.text = "goodput_ratio " + a.job + " " + window_text + "/" + baseline_text + " >= " + min_text; break;
     case M::kRecoveryTime:
-      a.text = "recovery_time " + a.job + " after " + m.find("at")->Scalar() + " to " + trim_number(a.fraction, 4) +
+      a.text = "recovery_time " + a.job + " after " + m.find("at")->Scalar() + " to " + units::trimmed_fixed(a.fraction, 4) +
                " x " + baseline_text + " <= " + max_text;
       break;
     case M::kDataErrors: a.text = "data_errors " + a.job + " <= " + max_text; break;
@@ -730,7 +696,7 @@ Scenario Parser::parse(const std::string& text) {
   if (const auto* v = m.find("interval")) {
     s.interval_ns = duration(*v, "interval", 10 * kMs, kHour);
     if (s.interval_ns > s.duration_ns)
-      fail(*v, "interval", "must be in [10ms, duration] = [10ms, " + format_duration(s.duration_ns) + "] (got " + v->Scalar() + ")");
+      fail(*v, "interval", "must be in [10ms, duration] = [10ms, " + units::format_duration_as_written(s.duration_ns) + "] (got " + v->Scalar() + ")");
   } else if (s.interval_ns > s.duration_ns) {
     s.interval_ns = s.duration_ns;
   }
@@ -846,12 +812,12 @@ std::string check_runnable(const Scenario& s, bool live) {
     return {};
   }
   for (size_t i = 0; i < s.jobs.size(); ++i)
-    if (s.jobs[i].op != "write")
+    if (s.jobs[i].op != transport::operation_name(transport::Operation::kWrite))
       return "jobs[" + std::to_string(i) + "].op: the simulator runs write only (got " + s.jobs[i].op + ")";
   const Nanos interval = static_cast<Nanos>(std::llround(static_cast<double>(s.interval_ns) * s.sim.time_scale));
   if (interval < 1000)
     return "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got " +
-           format_duration(interval) + ")";
+           units::format_duration_as_written(interval) + ")";
   // Buffers the simulated WRITEs need: source and destination slots per lane.
   for (size_t i = 0; i < s.jobs.size(); ++i) {
     const Job& j = s.jobs[i];
@@ -862,7 +828,7 @@ std::string check_runnable(const Scenario& s, bool live) {
                                                                           std::floor((64.0 * 1024 * 1024) / size)));
     const double bytes = 2 * slots * size * conns * j.streams;
     if (bytes > 2048.0 * 1024 * 1024)
-      return "jobs[" + std::to_string(i) + "]: the simulator would need " + trim_number(bytes / (1024 * 1024), 0) +
+      return "jobs[" + std::to_string(i) + "]: the simulator would need " + units::trimmed_fixed(bytes / (1024 * 1024), 0) +
              " MiB of buffers (2 x queue_depth x size x connections x streams), at most 2048";
   }
   return {};

@@ -18,15 +18,13 @@
 
 namespace metaroce::scenario {
 
-emulator::LinkSelector sim_selector(const Selector& s) {
+emulator::LinkSelector emulator_selector(const Selector& s) {
   emulator::LinkSelector out;
   out.plane = s.plane;
   out.ecmp = s.ecmp;
   out.host_a = s.host_a;
   out.host_b = s.host_b;
-  out.direction = s.direction == "a_to_b"   ? emulator::LinkSelector::Direction::kAToB
-                  : s.direction == "b_to_a" ? emulator::LinkSelector::Direction::kBToA
-                                            : emulator::LinkSelector::Direction::kBoth;
+  out.direction = emulator::parse_direction(s.direction).value();  // the scenario parser took only these names
   return out;
 }
 
@@ -62,7 +60,7 @@ emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale) {
 emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale) {
   emulator::Timeline tl;
   for (const FabricChange& c : plan.timeline)
-    tl.set(std::llround(static_cast<double>(c.at_ns) * time_scale), sim_selector(c.selector), emulator_patch(c, time_scale),
+    tl.set(std::llround(static_cast<double>(c.at_ns) * time_scale), emulator_selector(c.selector), emulator_patch(c, time_scale),
            c.label);
   return tl;
 }
@@ -156,7 +154,7 @@ class SimBackend final : public Backend {
     // The setup changes every ECMP link; the host ports take the same queue and marking settings.
     for (const FabricChange& c : plan.setup) {
       const emulator::LinkPatch p = emulator_patch(c, s_.sim.time_scale);
-      if (auto e = run_->fabric.apply(sim_selector(c.selector), p, 0)) throw std::invalid_argument(c.label + ": " + *e);
+      if (auto e = run_->fabric.apply(emulator_selector(c.selector), p, 0)) throw std::invalid_argument(c.label + ": " + *e);
       if (c.selector.plane || c.selector.ecmp || c.selector.host_a) continue;
       emulator::LinkConfig port = fc.port;
       if (p.queue_limit_bytes) port.queue_limit_bytes = *p.queue_limit_bytes;

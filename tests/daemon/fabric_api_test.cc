@@ -5,6 +5,7 @@
 #include "metaroce/daemon/fabric_api.h"
 
 #include "metaroce/api/link_patch_codec.h"
+#include "every_field_patch.h"
 
 #include <gtest/gtest.h>
 
@@ -82,24 +83,7 @@ TEST(FabricApi, SelectorBoundsAreTheEmulatorsAndAPairIsOrdered) {
 TEST(LinkPatchCodec, EveryFieldSurvivesEncodeAndDecode) {
   using emulator::LossConfig;
   using emulator::DelayConfig;
-  emulator::LinkPatch p;
-  p.rate_bps = 25e9;
-  p.prop_delay_ns = 7000;
-  p.queue_limit_bytes = 12345;
-  p.queue_limit_packets = 321;
-  p.ecn_threshold_bytes = 6000;
-  p.loss_probability = 0.25;
-  DelayConfig delay;
-  delay.delay_ns = 100, delay.jitter_ns = 10, delay.correlation = 0.4, delay.allow_reorder = true;
-  emulator::ReorderConfig reorder;
-  reorder.probability = 0.3, reorder.correlation = 0.1, reorder.gap = 5;
-  p.reorder = reorder;
-  p.reorder_probability = 0.02;
-  p.reorder_delay_ns = 500;
-  p.duplicate_probability = 0.03;
-  p.corrupt_probability = 0.04;
-  p.up = false;
-  p.flap = emulator::FlapConfig{.period_ns = 1000, .down_ns = 100};
+  const emulator::LinkPatch p = test_support::every_field_patch();
 
   LossConfig bernoulli, correlated, ge, four;
   bernoulli.kind = LossConfig::Kind::kBernoulli, bernoulli.probability = 0.1;
@@ -112,7 +96,6 @@ TEST(LinkPatchCodec, EveryFieldSurvivesEncodeAndDecode) {
                       DelayConfig::Distribution::kPareto, DelayConfig::Distribution::kParetoNormal}) {
       emulator::LinkPatch in = p;
       in.loss = loss;
-      in.delay = delay;
       in.delay->distribution = dist;
       ASSERT_FALSE(emulator::validate(in)) << *emulator::validate(in);
       emulator::LinkPatch out;
@@ -124,23 +107,12 @@ TEST(LinkPatchCodec, EveryFieldSurvivesEncodeAndDecode) {
   EXPECT_EQ(cases, 20);
 
   // And each field alone: nothing else appears.
-  emulator::LinkPatch all = p;
-  all.loss = ge, all.delay = delay;
-  auto only = [&](auto member) {
-    emulator::LinkPatch one;
-    one.*member = all.*member;
+  for (const emulator::LinkPatch& one : test_support::each_field_alone(p)) {
     emulator::LinkPatch out;
     EXPECT_FALSE(api::decode_link_patch(api::encode_link_patch(one), &out));
     EXPECT_TRUE(out == one);
     EXPECT_FALSE(out == emulator::LinkPatch{});
-  };
-  only(&emulator::LinkPatch::rate_bps), only(&emulator::LinkPatch::prop_delay_ns);
-  only(&emulator::LinkPatch::queue_limit_bytes), only(&emulator::LinkPatch::queue_limit_packets);
-  only(&emulator::LinkPatch::ecn_threshold_bytes), only(&emulator::LinkPatch::loss_probability);
-  only(&emulator::LinkPatch::loss), only(&emulator::LinkPatch::delay), only(&emulator::LinkPatch::reorder);
-  only(&emulator::LinkPatch::reorder_probability), only(&emulator::LinkPatch::reorder_delay_ns);
-  only(&emulator::LinkPatch::duplicate_probability), only(&emulator::LinkPatch::corrupt_probability);
-  only(&emulator::LinkPatch::up), only(&emulator::LinkPatch::flap);
+  }
 }
 
 // The daemon refuses an out-of-range impairment with the emulator's own

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "metaroce/api/operation_codec.h"
 #include "metaroce/daemon/traffic.h"
 
 // Counts heap allocations made while the current thread is inside a driver or
@@ -112,6 +113,23 @@ TEST(Names, OperationsRoundTrip) {
   EXPECT_STREQ(md::operation_name(Operation::kWriteImm), "write_imm");
   EXPECT_FALSE(md::parse_operation("writ").has_value());
   EXPECT_FALSE(md::parse_operation("").has_value());
+}
+
+// One operation table (transport/operations.h) and one API mapping
+// (proto/codec): every operation has its own API value and comes back from it.
+TEST(Names, EveryOperationHasOneApiValue) {
+  std::vector<metaroce::v1::Operation> seen;
+  for (const auto& info : metaroce::transport::kOperations) {
+    const metaroce::v1::Operation api = metaroce::api::encode_operation(info.op);
+    EXPECT_NE(api, metaroce::v1::OPERATION_UNSPECIFIED) << md::operation_name(info.op);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), api), 0) << md::operation_name(info.op);
+    seen.push_back(api);
+    EXPECT_EQ(metaroce::api::decode_operation(api), info.op);
+  }
+  EXPECT_EQ(metaroce::api::decode_operation(metaroce::v1::OPERATION_UNSPECIFIED), Operation::kWrite);
+  EXPECT_FALSE(metaroce::api::decode_operation(static_cast<metaroce::v1::Operation>(99)).has_value());
+  EXPECT_EQ(metaroce::transport::operation_names(", "), "write, write_imm, read, send, fetch_add, cmp_swap");
+  EXPECT_EQ(metaroce::transport::operation_names(" | ", true), "write | write_imm | send");
 }
 
 

@@ -3,10 +3,12 @@
 // ring counting what it could not keep instead of blocking or overwriting.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "metaroce/datapath/capture_tap.h"
+#include "metaroce/emulator/link.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/rocev2.h"
 #include "metaroce/wire/udp_frame.h"
@@ -113,6 +115,24 @@ TEST(CaptureTap, AFullRingCountsAndKeepsTheOldest) {
   r = drain(tap);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].time, 9);
+}
+
+// The comment metaroced writes on each frame (and metaroce_netns_bench, to
+// measure the same work): the point, and at the fabric node the host and the
+// emulator's drop cause.
+TEST(CaptureTap, CommentNamesThePointHostAndDropCause) {
+  std::array<char, md::kCaptureCommentBytes> buf;
+  md::CaptureRecord r;
+  r.host = 2;
+  r.point = CapturePoint::kEndpointTx;
+  EXPECT_EQ(md::capture_comment(r, buf), "endpoint tx");
+  r.point = CapturePoint::kFabricIn;
+  EXPECT_EQ(md::capture_comment(r, buf), "fabric in (before the emulator), from host 2");
+  r.point = CapturePoint::kFabricOut;
+  EXPECT_EQ(md::capture_comment(r, buf), "fabric out (after the emulator), to host 2");
+  r.point = CapturePoint::kFabricDropped;
+  r.drop_cause = static_cast<uint8_t>(metaroce::emulator::DropCause::kRandomLoss);
+  EXPECT_EQ(md::capture_comment(r, buf), "dropped by the emulator: random_loss, from host 2");
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ void expect_same_meaning(const Scenario& s) {
       ASSERT_TRUE(daemon::to_emulator_selector(requests[i].selector(), fabric, &sel).ok());
       const grpc::Status st = daemon::to_emulator_patch(requests[i].patch(), &patch);
       ASSERT_TRUE(st.ok()) << st.error_message();
-      EXPECT_EQ(describe(sel, patch), describe(sim_selector(plan.setup[i].selector), emulator_patch(plan.setup[i], ts)))
+      EXPECT_EQ(describe(sel, patch), describe(emulator_selector(plan.setup[i].selector), emulator_patch(plan.setup[i], ts)))
           << "setup change " << i << " (" << plan.setup[i].label << ")";
     }
     // The timeline: the same changes at the same instants (scaled in the simulator).

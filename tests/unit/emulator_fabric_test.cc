@@ -9,6 +9,7 @@
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/timeline.h"
 #include "metaroce/wire/udp_frame.h"
+#include "every_field_patch.h"
 
 namespace metaroce::emulator {
 namespace {
@@ -315,37 +316,16 @@ TEST(Fabric, RoutesByDestinationAddressAmongManyHosts) {
 }
 
 
-// A patch that sets every field to a value other than the default link's,
-// for the tests below: a field that apply_patch (the one list of what a patch
-// changes) or a codec drops shows up as a default left behind.
-LinkPatch every_field_patch() {
-  LinkPatch p;
-  p.rate_bps = 25e9;
-  p.prop_delay_ns = 7000;
-  p.queue_limit_bytes = 12345;
-  p.queue_limit_packets = 321;
-  p.ecn_threshold_bytes = 6000;
-  p.loss_probability = 0.25;  // replaced by the model below: both are applied
-  LossConfig loss;
-  loss.kind = LossConfig::Kind::kGilbertElliott;
-  loss.probability = 0.1, loss.correlation = 0.2;
-  loss.ge_p = 0.01, loss.ge_r = 0.3, loss.ge_1_h = 0.9, loss.ge_1_k = 0.05;
-  p.loss = loss;
-  DelayConfig delay;
-  delay.delay_ns = 100, delay.jitter_ns = 10, delay.distribution = DelayConfig::Distribution::kPareto;
-  delay.correlation = 0.4, delay.allow_reorder = true;
-  p.delay = delay;
-  ReorderConfig reorder;
-  reorder.probability = 0.3, reorder.correlation = 0.1, reorder.gap = 5;
-  p.reorder = reorder;
-  p.reorder_probability = 0.02;
-  p.reorder_delay_ns = 500;
-  p.duplicate_probability = 0.03;
-  p.corrupt_probability = 0.04;
-  p.up = false;
-  p.flap = FlapConfig{.period_ns = 1000, .down_ns = 100};
-  return p;
+// A direction's name is the same in the API, scenario files and flags: one table.
+TEST(LinkSelector, DirectionNamesRoundTrip) {
+  for (auto d : {LinkSelector::Direction::kBoth, LinkSelector::Direction::kAToB, LinkSelector::Direction::kBToA})
+    EXPECT_EQ(parse_direction(direction_name(d)), d) << direction_name(d);
+  EXPECT_STREQ(direction_name(LinkSelector::Direction::kAToB), "a_to_b");
+  EXPECT_FALSE(parse_direction("up").has_value());
+  EXPECT_FALSE(parse_direction("").has_value());
 }
+
+using test_support::every_field_patch;
 
 TEST(LinkPatch, ApplyPatchSetsEveryField) {
   const LinkPatch p = every_field_patch();
@@ -378,18 +358,7 @@ TEST(LinkPatch, ApplyPatchSetsEveryField) {
 // Emptiness is equality with LinkPatch{}: no second list of fields.
 TEST(LinkPatch, EveryFieldMakesAPatchNonEmpty) {
   EXPECT_EQ(LinkPatch{}, LinkPatch{});
-  const LinkPatch all = every_field_patch();
-  auto only = [&](auto member) {
-    LinkPatch p;
-    p.*member = all.*member;
-    return p;
-  };
-  for (const LinkPatch& p : {only(&LinkPatch::rate_bps), only(&LinkPatch::prop_delay_ns), only(&LinkPatch::queue_limit_bytes),
-                             only(&LinkPatch::queue_limit_packets), only(&LinkPatch::ecn_threshold_bytes),
-                             only(&LinkPatch::loss_probability), only(&LinkPatch::loss), only(&LinkPatch::delay),
-                             only(&LinkPatch::reorder), only(&LinkPatch::reorder_probability),
-                             only(&LinkPatch::reorder_delay_ns), only(&LinkPatch::duplicate_probability),
-                             only(&LinkPatch::corrupt_probability), only(&LinkPatch::up), only(&LinkPatch::flap)})
+  for (const LinkPatch& p : test_support::each_field_alone(every_field_patch()))
     EXPECT_NE(p, LinkPatch{});
 }
 

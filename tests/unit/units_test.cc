@@ -88,5 +88,28 @@ TEST(UnitsFormat, EveryOutputParsesBackToItsValue) {
   EXPECT_EQ(trimmed_fixed(-0.0001, 2), "0");
 }
 
+// The forms scenario files, labels and assertion texts show (they were
+// scenario.cc's own formatters): whole hours and minutes, then to the
+// microsecond, the nanosecond below 1 ms; percentages to 4 decimals.
+TEST(UnitsFormat, AsWrittenInScenarioFiles) {
+  EXPECT_EQ(format_duration_as_written(0), "0");
+  EXPECT_EQ(format_duration_as_written(850), "850ns");
+  EXPECT_EQ(format_duration_as_written(12'500), "12.5us");
+  EXPECT_EQ(format_duration_as_written(1'500'000), "1.5ms");
+  EXPECT_EQ(format_duration_as_written(2'000'500'000), "2.0005s");
+  EXPECT_EQ(format_duration_as_written(90'000'000'000), "90s");
+  EXPECT_EQ(format_duration_as_written(120'000'000'000), "2min");
+  EXPECT_EQ(format_duration_as_written(7'200'000'000'000), "2h");
+  for (int64_t ns : {1LL, 850LL, 12'345LL, 1'500'000LL, 2'000'500'000LL, 90'000'000'000LL, 7'200'000'000'000LL})
+    EXPECT_EQ(parse_duration_ns(format_duration_as_written(ns)).value, ns) << format_duration_as_written(ns);
+  EXPECT_EQ(format_percent(0, 4), "0");
+  EXPECT_EQ(format_percent(0.1, 4), "10%");
+  EXPECT_EQ(format_percent(0.12345, 4), "12.345%");
+  EXPECT_EQ(format_percent(0.000001, 4), "0.0001%");
+  EXPECT_EQ(format_rate(0), "0");
+  EXPECT_EQ(format_rate(1.6e12), "1.6T");
+  EXPECT_EQ(format_gbps(12.3456e9, 3), "12.346 Gb/s");
+}
+
 }  // namespace
 }  // namespace metaroce::units

@@ -11,20 +11,6 @@ namespace metaroce::transport {
 
 const char* transport_name(TransportKind t) { return t == TransportKind::kMetaRoCE ? "metaroce" : "rocev2"; }
 
-const char* verb_name(Verb v) {
-  switch (v) {
-    case Verb::kWrite: return "write";
-    case Verb::kWriteImm: return "write_imm";
-    case Verb::kSend: return "send";
-    case Verb::kSendImm: return "send_imm";
-    case Verb::kRead: return "read";
-    case Verb::kFetchAdd: return "fetch_add";
-    case Verb::kCmpSwap: return "cmp_swap";
-    case Verb::kRecv: return "recv";
-  }
-  return "unknown";
-}
-
 const char* wc_status_name(WcStatus s) {
   switch (s) {
     case WcStatus::kSuccess: return "success";

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "connection.h"
+#include "metaroce/transport/operations.h"
 #include "metaroce/wire/rocev2.h"
 
 namespace metaroce::transport {
@@ -46,8 +47,7 @@ class RoceConnection final : public Connection {
 
   PostError post(uint16_t stream, const WorkRequest& wr) override {
     if (stream != 0) return PostError::kBadStream;  // an RC QP is one ordered stream
-    if (wr.verb != Verb::kWrite && wr.verb != Verb::kWriteImm && wr.verb != Verb::kSend && wr.verb != Verb::kSendImm)
-      return PostError::kUnsupported;
+    if (!rocev2_supports(wr.verb)) return PostError::kUnsupported;
     if (wr.length == 0 || wr.length > cfg_.max_message_bytes) return PostError::kBadLength;
     if (wr_tail_ - wr_head_ >= wrs_.size()) return PostError::kQueueFull;
     uint8_t* local = nullptr;

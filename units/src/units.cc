@@ -178,12 +178,32 @@ std::string format_duration_ns(std::int64_t ns, int decimals) {
   return trimmed_fixed(v / 60e9, decimals) + "m";
 }
 
+std::string format_duration_as_written(std::int64_t ns) {
+  if (ns == 0) return "0";
+  constexpr std::int64_t kMinuteNs = 60'000'000'000, kHourNs = 60 * kMinuteNs;
+  if (ns % kHourNs == 0) return std::to_string(ns / kHourNs) + "h";
+  if (ns % kMinuteNs == 0) return std::to_string(ns / kMinuteNs) + "min";
+  const double v = static_cast<double>(ns);
+  const double a = std::fabs(v);
+  if (a >= 1e9) return trimmed_fixed(v / 1e9, 6) + "s";
+  if (a >= 1e6) return trimmed_fixed(v / 1e6, 3) + "ms";
+  if (a >= 1e3) return trimmed_fixed(v / 1e3, 3) + "us";
+  return trimmed_fixed(v, 0) + "ns";
+}
+
 std::string format_rate(double bps, int decimals) {
+  if (bps == 0) return "0";
   if (bps >= 1e12) return trimmed_fixed(bps / 1e12, decimals) + "T";
   if (bps >= 1e9) return trimmed_fixed(bps / 1e9, decimals) + "G";
   if (bps >= 1e6) return trimmed_fixed(bps / 1e6, decimals) + "M";
   if (bps >= 1e3) return trimmed_fixed(bps / 1e3, decimals) + "K";
   return trimmed_fixed(bps, decimals) + "bps";
+}
+
+std::string format_gbps(double bps, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f Gb/s", std::clamp(decimals, 0, 12), bps / 1e9);
+  return buf;
 }
 
 std::string format_size(std::uint64_t bytes) {
@@ -200,6 +220,11 @@ std::string format_percent(double probability) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3g%%", probability * 100.0);
   return buf;
+}
+
+std::string format_percent(double probability, int decimals) {
+  if (probability == 0) return "0";
+  return trimmed_fixed(probability * 100.0, decimals) + "%";
 }
 
 }  // namespace metaroce::units

@@ -158,4 +158,14 @@ v1::LinkPatch encode_link_patch(const emulator::LinkPatch& in) {
   return out;
 }
 
+v1::LinkSelector encode_link_selector(const emulator::LinkSelector& in) {
+  v1::LinkSelector out;
+  if (in.plane) out.set_plane(*in.plane);
+  if (in.ecmp) out.set_ecmp(*in.ecmp);
+  out.set_direction(emulator::direction_name(in.direction));
+  if (in.host_a) out.set_host_a(*in.host_a);
+  if (in.host_b) out.set_host_b(*in.host_b);
+  return out;
+}
+
 }  // namespace metaroce::api

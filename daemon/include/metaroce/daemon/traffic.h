@@ -35,15 +35,17 @@
 
 #include "metaroce/emulator/histogram.h"
 #include "metaroce/transport/endpoint.h"
+#include "metaroce/transport/operations.h"
 
 namespace metaroce::daemon {
 
 using transport::Nanos;
 
-enum class Operation : uint8_t { kWrite, kWriteImm, kRead, kSend, kFetchAdd, kCmpSwap };
-const char* operation_name(Operation op);  // "write", "write_imm", "read", "send", "fetch_add", "cmp_swap"
-std::optional<Operation> parse_operation(std::string_view name);
-inline bool is_atomic(Operation op) { return op == Operation::kFetchAdd || op == Operation::kCmpSwap; }
+// A job's operation and its name: one table, transport/operations.h.
+using transport::is_atomic;
+using transport::Operation;
+using transport::operation_name;
+using transport::parse_operation;
 
 uint64_t pattern_word(uint64_t seed, uint64_t slot, uint64_t word);
 // Fills n bytes at p with the pattern of slot (every word, including word 0).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metaroce/transport/types.h"
@@ -47,6 +48,17 @@ struct CaptureRecord {
   uint32_t original_length = 0;
   std::span<const uint8_t> bytes;   // at most snap_length bytes
 };
+
+// Room for the longest capture_comment.
+inline constexpr size_t kCaptureCommentBytes = 128;
+
+// The pcapng comment on a kept frame: its capture point and, at the fabric
+// node, the host it came from or goes to and, for a drop, the emulator's cause
+// ("dropped by the emulator: random_loss, from host 1"). Written into buf,
+// cut to fit: the thread that drains a tap formats one per frame, so metaroced
+// and metaroce_netns_bench (which measures what a capture costs) share this
+// and it allocates nothing.
+std::string_view capture_comment(const CaptureRecord& r, std::span<char, kCaptureCommentBytes> buf);
 
 struct CaptureCounters {
   uint64_t kept = 0;          // copied into the ring

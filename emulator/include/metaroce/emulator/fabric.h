@@ -21,6 +21,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metaroce/emulator/link.h"
@@ -64,6 +65,9 @@ struct LinkSelector {
   enum class Direction : uint8_t { kBoth, kAToB, kBToA } direction = Direction::kBoth;
   std::optional<uint32_t> host_a, host_b;  // the host pair (default: every pair)
 };
+// A direction's name in the API, scenario files and flags: "both", "a_to_b", "b_to_a".
+const char* direction_name(LinkSelector::Direction d);
+std::optional<LinkSelector::Direction> parse_direction(std::string_view name);
 
 // A partial change: only the fields that are set are changed (nothing you do
 // not name is reset). Applied to every selected ECMP link at one instant.

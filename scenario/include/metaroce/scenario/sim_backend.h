@@ -18,9 +18,10 @@ namespace metaroce::scenario {
 
 // A change in the emulator's terms. A flap's period and outage are scaled by
 // time_scale (its phase starts when the change is applied); the rest is not.
-// emulator_patch is the one mapping of a scenario's link settings to a patch:
-// the live backend sends it (time_scale 1) through the API codec.
-emulator::LinkSelector sim_selector(const Selector& s);
+// emulator_selector and emulator_patch are the one mapping of a scenario's
+// selectors and link settings: the live backend sends them (time_scale 1)
+// through the API codec.
+emulator::LinkSelector emulator_selector(const Selector& s);
 emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale);
 // The run's timeline in simulated time (instants scaled by time_scale).
 emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale);

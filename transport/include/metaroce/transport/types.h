@@ -19,7 +19,7 @@ enum class TransportKind : uint8_t { kMetaRoCE, kRoCEv2 };
 const char* transport_name(TransportKind t);
 
 enum class Verb : uint8_t { kWrite, kWriteImm, kSend, kSendImm, kRead, kFetchAdd, kCmpSwap, kRecv };
-const char* verb_name(Verb v);
+const char* verb_name(Verb v);  // the one table of verb and operation names (operations.cc)
 
 // Memory region access rights (bit flags).
 inline constexpr uint32_t kAccessLocalWrite = 1;

@@ -53,14 +53,22 @@ Parsed<double> parse_correlation(std::string_view text);
 
 // ---- formatting: every output re-parses to the value it shows (to its precision)
 
-// "850ns", "12.5us", "5ms", "2.25s", "15m": at most `decimals` decimals.
+// For tables: "850ns", "12.5us", "5ms", "2.25s", "15m": at most `decimals` decimals.
 std::string format_duration_ns(std::int64_t ns, int decimals = 2);
-// "25G", "2.5G", "100M", "1200bps".
+// As a scenario file writes it (labels, ranges, assertion texts): "0", "1h",
+// "2min", "1.5s", "250ms", "12.5us", "850ns": whole hours and minutes as
+// such, otherwise to the microsecond (to the nanosecond below 1 ms).
+std::string format_duration_as_written(std::int64_t ns);
+// "0", "25G", "2.5G", "100M", "1200bps": at most `decimals` decimals.
 std::string format_rate(double bps, int decimals = 3);
+// For columns of goodput: "12.345 Gb/s", always `decimals` decimals.
+std::string format_gbps(double bps, int decimals);
 // "4096", "64K", "1M", "1G" when the size is an exact multiple.
 std::string format_size(std::uint64_t bytes);
-// "0", "0.52%", "1%": 3 significant digits.
+// For tables: "0", "0.52%", "1%": 3 significant digits.
 std::string format_percent(double probability);
+// "0", "0.1234%", "12.5%": at most `decimals` decimals of the percentage.
+std::string format_percent(double probability, int decimals);
 // 12.50 -> "12.5", 5.00 -> "5".
 std::string trimmed_fixed(double value, int decimals);
 

@@ -26,4 +26,8 @@ std::optional<std::string> decode_link_patch(const v1::LinkPatch& in, emulator::
 // start_ns is not sent (the phase starts when the patch is applied).
 v1::LinkPatch encode_link_patch(const emulator::LinkPatch& in);
 
+// The emulator selector as the API sends it (the daemon decodes and checks it
+// against its fabric's shape: daemon::to_emulator_selector).
+v1::LinkSelector encode_link_selector(const emulator::LinkSelector& in);
+
 }  // namespace metaroce::api
