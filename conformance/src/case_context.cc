@@ -101,6 +101,10 @@ std::string describe_packet(std::span<const uint8_t> packet) {
   if (v.opcode == mw::Opcode::kWrite || v.opcode == mw::Opcode::kWriteImm)
     s += format(" addr 0x%" PRIx64 " rkey 0x%08x imm %u", v.ext.write.remote_addr.get(), v.ext.write.rkey.get(),
                 v.ext.write.imm.get());
+  if (v.opcode == mw::Opcode::kFetchAdd || v.opcode == mw::Opcode::kCmpSwap)
+    s += format(" addr 0x%" PRIx64 " rkey 0x%08x operand %" PRIu64 " compare %" PRIu64, v.ext.atomic.remote_addr.get(),
+                v.ext.atomic.rkey.get(), v.ext.atomic.operand.get(), v.ext.atomic.compare.get());
+  if (v.opcode == mw::Opcode::kAtomicResp) s += format(" original %" PRIu64, v.ext.atomic_resp.original.get());
   if (!v.payload.empty()) s += format(" payload %zu B", v.payload.size());
   return s;
 }
@@ -189,6 +193,25 @@ Outgoing CaseContext::write_chunk(const DutConnection& c, uint16_t stream, uint3
   return o;
 }
 
+Outgoing CaseContext::fetch_add(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addend,
+                                uint8_t path, uint32_t seq, uint32_t floor) const {
+  const ConnectionRequest& r = c.request;
+  Outgoing o;
+  o.op = mw::Opcode::kFetchAdd;
+  o.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
+  o.path = path;
+  o.dst_conn = c.dut_id;
+  o.src_conn = c.tool_id;
+  o.stream = stream;
+  o.seq = seq;
+  o.floor = floor;
+  o.msg_seq = msg_seq;
+  o.remote_addr = c.remote_addr + uint64_t{r.streams} * slots_per_stream(r) * slot_bytes(r) + 8ull * stream;
+  o.rkey = c.rkey;
+  o.operand = addend;
+  return o;
+}
+
 Built CaseContext::build(const Outgoing& o) {
   Built b;
   b.tx_ts = next_ts_++;
@@ -208,6 +231,7 @@ Built CaseContext::build(const Outgoing& o) {
   h.msg_len.set(o.msg_len);
   h.tx_ts.set(b.tx_ts);
   mw::WriteExt w{};
+  mw::AtomicExt at{};
   const void* ext = nullptr;
   size_t ext_len = 0;
   if (o.op == mw::Opcode::kWrite || o.op == mw::Opcode::kWriteImm) {
@@ -216,6 +240,13 @@ Built CaseContext::build(const Outgoing& o) {
     w.imm.set(o.imm);
     ext = &w;
     ext_len = sizeof w;
+  } else if (o.op == mw::Opcode::kFetchAdd || o.op == mw::Opcode::kCmpSwap) {
+    at.remote_addr.set(o.remote_addr);
+    at.rkey.set(o.rkey);
+    at.operand.set(o.operand);
+    at.compare.set(o.compare);
+    ext = &at;
+    ext_len = sizeof at;
   }
   b.bytes.resize(mw::packet_bytes(o.op, o.payload.size()));
   const size_t n = mw::encode_packet(b.bytes, h, ext, ext_len, o.payload);
@@ -251,11 +282,43 @@ bool CaseContext::collect_until(const std::function<bool()>& done) {
     // Late answers for connections of earlier cases are not this case's business.
     if (a->error == mw::DecodeError::kNone && !owns_tool_id(a->view.common.dst_conn_id.get())) continue;
     note_seen(describe_packet(*a->bytes));
+    if (acknowledge_) acknowledge(*a);
     answers_.push_back(std::move(a));
     ok = done();
   }
   for (; checked_ < answers_.size(); ++checked_) check_well_formed(*answers_[checked_]);
   return ok;
+}
+
+void CaseContext::acknowledge(const Answer& a) {
+  if (a.error != mw::DecodeError::kNone || !mw::is_data_opcode(a.view.opcode)) return;
+  const auto& c = a.view.common;
+  const uint8_t path = c.path_id;
+  std::set<uint32_t>& got = dut_seqs_[path];
+  got.insert(c.path_seq.get());
+  // cum_seq: the first seq not received, counting from the DUT's floor.
+  uint32_t cum = c.path_floor.get();
+  while (got.count(cum)) ++cum;
+  mw::AckBlock b{};
+  b.path_id = path;
+  b.cum_seq.set(cum);
+  b.echo_ts.set(c.tx_ts.get());
+  for (uint32_t s : got)
+    if (static_cast<int32_t>(s - cum) > 0 && s - cum - 1 < mw::kSackBits) mw::sack_set(b.sack, s - cum - 1);
+  mw::CommonHeader h{};
+  h.version = mw::kVersion << 4;
+  h.opcode = static_cast<uint8_t>(mw::Opcode::kAck);
+  h.path_id = path;
+  h.dst_conn_id.set(c.src_conn_id.get());
+  h.src_conn_id.set(c.dst_conn_id.get());
+  h.stream_id.set(c.stream_id.get());
+  h.tx_ts.set(next_ts_++);
+  mw::AckExt e{};
+  e.num_blocks = 1;
+  std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kAck, 0, 1));
+  mw::encode_packet(out, h, &e, sizeof e, {}, std::span<const mw::AckBlock>(&b, 1));
+  note_sent(describe_packet(out) + " (the suite acknowledging the DUT's packet)");
+  dut_.send(out, wire::Ecn::kNotEct);
 }
 
 void CaseContext::check_well_formed(const Answer& a) {
@@ -284,6 +347,10 @@ void CaseContext::check_well_formed(const Answer& a) {
            "a NAK with path_seq, path_floor and msg_seq 0 (§8)", describe_packet(*a.bytes));
     return;
   }
+  // Responses and the DUT's own PROBEs only where the case asks for responses.
+  if (acknowledge_ && (a.view.opcode == mw::Opcode::kAtomicResp || a.view.opcode == mw::Opcode::kReadResp ||
+                       a.view.opcode == mw::Opcode::kProbe))
+    return;
   throw CaseFailure("expected only ACKs and NAKs from a responder to WRITE and PROBE packets; seen " +
                     describe_packet(*a.bytes));
 }

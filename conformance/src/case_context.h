@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -34,6 +36,7 @@ struct Outgoing {
   uint32_t msg_seq = 0, msg_offset = 0, msg_len = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0, imm = 0;
+  uint64_t operand = 0, compare = 0;  // FETCH_ADD, CMP_SWAP
   std::vector<uint8_t> payload;
 };
 
@@ -84,7 +87,15 @@ class CaseContext {
   Outgoing write_chunk(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint32_t len, uint32_t chunk,
                        uint8_t path, uint32_t seq, uint32_t floor) const;
   static std::vector<uint8_t> poison(size_t n) { return std::vector<uint8_t>(n, 0xD5); }
+  // FETCH_ADD message msg_seq of `stream` adding `addend` to the stream's
+  // atomic counter in the target region (Peer.Verify's layout: after the slots).
+  Outgoing fetch_add(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addend, uint8_t path,
+                     uint32_t seq, uint32_t floor) const;
 
+  // From now on every data packet the DUT sends (responses, PROBEs) is
+  // acknowledged at once, as a requester would (§6): the suite's ACKs carry
+  // cum_seq/SACK of the DUT's paths and echo its tx_ts.
+  void acknowledge_dut_data() { acknowledge_ = true; }
   Built build(const Outgoing& o);
   // Sends and records; returns the tx_ts the DUT must echo.
   uint32_t send(const Outgoing& o, wire::Ecn ecn = wire::Ecn::kEct0);
@@ -120,6 +131,7 @@ class CaseContext {
 
  private:
   void check_well_formed(const Answer& a);
+  void acknowledge(const Answer& a);
   bool owns_tool_id(uint32_t id) const;
 
   Dut& dut_;
@@ -131,6 +143,9 @@ class CaseContext {
   std::vector<uint32_t> regions_;
   std::vector<std::unique_ptr<Answer>> answers_;
   size_t checked_ = 0;  // answers already checked for well-formedness
+  bool acknowledge_ = false;
+  // Per DUT path: the seqs received from the DUT (for the suite's own ACKs).
+  std::map<uint8_t, std::set<uint32_t>> dut_seqs_;
 };
 
 // The data pattern of Peer.Verify (daemon/include/metaroce/daemon/traffic.h):

@@ -315,6 +315,55 @@ void crc_bad_trailer(CaseContext& ctx) {
   expect_untouched(ctx, c, 1, "a frame with a bad CRC places nothing");
 }
 
+// ---------------------------------------------------------------- atomics
+
+// The DUT's ATOMIC_RESPs for (stream, msg_seq), in arrival order.
+std::vector<const Answer*> atomic_responses(CaseContext& ctx, uint16_t stream, uint32_t msg_seq) {
+  std::vector<const Answer*> out;
+  for (const auto& a : ctx.answers())
+    if (a->error == mw::DecodeError::kNone && a->view.opcode == mw::Opcode::kAtomicResp &&
+        a->view.common.stream_id.get() == stream && a->view.common.msg_seq.get() == msg_seq)
+      out.push_back(a.get());
+  return out;
+}
+
+const Answer& await_atomic_response(CaseContext& ctx, uint16_t stream, uint32_t msg_seq, const std::string& what) {
+  if (!ctx.collect_until([&] { return !atomic_responses(ctx, stream, msg_seq).empty(); }))
+    throw CaseFailure(format("expected an ATOMIC_RESP for stream %u message %u (%s); seen none", stream, msg_seq,
+                             what.c_str()));
+  return *atomic_responses(ctx, stream, msg_seq).front();
+}
+
+void atomic_replay_once(CaseContext& ctx) {
+  const DutConnection& c = ctx.open();
+  ctx.acknowledge_dut_data();
+  // FETCH_ADD message 0 (+1 on a counter at 0), then the same request again:
+  // the same packet (a fabric duplicate) and a RETX copy under a fresh seq
+  // (a spurious retransmission, or the whole-message resend of §11.6).
+  const Built request = ctx.build(ctx.fetch_add(c, 0, 0, 1, 0, 0, 0));
+  ctx.send_bytes(request, "FETCH_ADD message 0");
+  const Answer& first = await_atomic_response(ctx, 0, 0, "the first FETCH_ADD");
+  ctx.expect(first.view.ext.atomic_resp.original.get() == 0, "message 0's original value 0 (the counter starts at 0)",
+             describe_packet(*first.bytes));
+  ctx.send_bytes(request, "the same packet again: a fabric duplicate");
+  Outgoing replay = ctx.fetch_add(c, 0, 0, 1, 0, 1, 0);
+  replay.flags |= mw::kFlagRetx;
+  ctx.send(replay);
+  // Message 1 (+1): it sees the counter as message 0 alone left it.
+  ctx.send(ctx.fetch_add(c, 0, 1, 1, 0, 2, 0));
+  const Answer& second = await_atomic_response(ctx, 0, 1, "FETCH_ADD message 1 after the replays");
+  ctx.expect(second.view.ext.atomic_resp.original.get() == 1,
+             "message 1's original value 1 (message 0 executed exactly once, §11.12)", describe_packet(*second.bytes));
+  ctx.expect_no_nak("for an atomic and its replays");
+  for (const Answer* a : atomic_responses(ctx, 0, 0))
+    ctx.expect(a->view.ext.atomic_resp.original.get() == 0,
+               "every ATOMIC_RESP for message 0 to carry the value stored at its one execution (a lost response is "
+               "resent, never re-executed, §11.12)",
+               describe_packet(*a->bytes));
+  const VerifyOutcome v = ctx.verify(c, "fetch_add", 8, {2});
+  ctx.expect(v.ok, "the counter at 2 after two FETCH_ADDs", "Peer.Verify: " + v.detail);
+}
+
 // ---------------------------------------------------------------- ACK contents
 
 void ack_rate_hint(CaseContext& ctx) {
@@ -393,6 +442,11 @@ const std::vector<CaseInfo>& catalogue() {
       {"crc.bad-trailer", "§7, §10", "a frame with a wrong CRC32C is dropped silently",
        "a WRITE (poison) with its trailer's last bit flipped, another with a payload bit flipped; a PROBE fence",
        "no NAK, no ACK for either; fence ACK cum 0 bit 1 (neither seq recorded); nothing placed", crc_bad_trailer},
+      {"atomic.replay-once", "§5.4, §5.5, §11.12", "an atomic executes exactly once under replay",
+       "FETCH_ADD +1 (message 0), the same packet again, a RETX copy under a fresh seq, then FETCH_ADD +1 (message 1); "
+       "the suite ACKs the DUT's responses",
+       "ATOMIC_RESP original 0 for message 0 (every copy), 1 for message 1; no NAK; Peer.Verify: the counter at 2",
+       atomic_replay_once},
       {"ack.rate-hint", "§6.1, §11.10", "the receiver's fair-share rate hint in ACKs",
        "a WRITE on a connection that is the DUT's only active sender",
        "rate_hint_kbps = configured inbound capacity / 1000 (0 when none is configured)", ack_rate_hint},

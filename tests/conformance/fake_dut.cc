@@ -46,7 +46,7 @@ mc::DutConnection FakeDut::open(const mc::ConnectionRequest& r) {
   c.streams.resize(r.streams);
   Region region;
   region.addr = 0x7f0000000000ull + (uint64_t{c.dut_id} << 24);
-  region.remote_write = true;
+  region.remote_write = region.remote_atomic = true;
   const uint32_t sps = slots_per_stream(r), sb = slot_bytes(r);
   region.bytes.assign(uint64_t{r.streams} * sps * sb + 8ull * r.streams, 0);
   for (uint64_t slot = 0; slot < uint64_t{r.streams} * sps; ++slot)
@@ -77,19 +77,20 @@ mc::DutRegion FakeDut::register_region(uint64_t length, const std::vector<std::s
   r.addr = 0x600000000000ull + (uint64_t{key} << 24);
   r.bytes.assign(length, 0);
   r.remote_write = std::find(access.begin(), access.end(), "remote_write") != access.end();
+  r.remote_atomic = std::find(access.begin(), access.end(), "remote_atomic") != access.end();
   regions_[key] = r;
   return mc::DutRegion{key, r.addr, length};
 }
 
 void FakeDut::deregister_region(uint32_t key) { regions_.erase(key); }
 
-uint8_t FakeDut::check(uint32_t key, uint64_t addr, uint64_t len, uint8_t** out) {
+uint8_t FakeDut::check(uint32_t key, uint64_t addr, uint64_t len, bool atomic, uint8_t** out) {
   auto it = regions_.find(key);
   if (it == regions_.end()) return static_cast<uint8_t>(mw::NakCode::kBadKey);
   Region& r = it->second;
   if (addr < r.addr || addr - r.addr > r.bytes.size() || len > r.bytes.size() - (addr - r.addr))
     return static_cast<uint8_t>(mw::NakCode::kOutOfBounds);
-  if (!r.remote_write) return static_cast<uint8_t>(mw::NakCode::kAccessViolation);
+  if (atomic ? !r.remote_atomic : !r.remote_write) return static_cast<uint8_t>(mw::NakCode::kAccessViolation);
   *out = r.bytes.data() + (addr - r.addr);
   return 0;
 }
@@ -146,6 +147,7 @@ void FakeDut::on_packet(Conn& c, const mw::PacketView& v, bool ce) {
   p.echo = v.common.tx_ts.get();
   p.stream = v.common.stream_id.get();
   if (v.opcode == mw::Opcode::kWrite || v.opcode == mw::Opcode::kWriteImm) on_write(c, v);
+  if (v.opcode == mw::Opcode::kFetchAdd) on_atomic(c, v);
   ack(c, path);  // every packet: the fake acknowledges at once
 }
 
@@ -176,7 +178,7 @@ void FakeDut::on_write(Conn& c, const mw::PacketView& v) {
   uint32_t key = v.ext.write.rkey.get();
   if (bugs_.accept_wrong_key && !regions_.count(key)) key = c.key;
   uint8_t* dst = nullptr;
-  const uint8_t code = addr < off ? static_cast<uint8_t>(mw::NakCode::kOutOfBounds) : check(key, addr - off, len, &dst);
+  const uint8_t code = addr < off ? static_cast<uint8_t>(mw::NakCode::kOutOfBounds) : check(key, addr - off, len, false, &dst);
   if (code != 0) {
     m.failed = true;
     m.nak = code;
@@ -194,6 +196,52 @@ void FakeDut::on_write(Conn& c, const mw::PacketView& v) {
     s.msgs.erase(it);
     ++s.base;
   }
+}
+
+void FakeDut::on_atomic(Conn& c, const mw::PacketView& v) {
+  const uint16_t sid = v.common.stream_id.get();
+  if (sid >= c.streams.size()) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  Stream& s = c.streams[sid];
+  const uint32_t mseq = v.common.msg_seq.get();
+  // §11.12: a request already executed (below the watermark, or complete) is
+  // a duplicate and is not executed again.
+  const bool duplicate = seq_diff(mseq, s.base) < 0 || (s.msgs.count(mseq) && s.msgs[mseq].complete);
+  if (duplicate && !bugs_.replay_atomics) return;
+  if (s.error) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  const uint64_t addr = v.ext.atomic.remote_addr.get();
+  if (addr % 8 != 0) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  uint8_t* target = nullptr;
+  if (const uint8_t code = check(v.ext.atomic.rkey.get(), addr, 8, true, &target); code != 0) {
+    s.error = true;
+    return nak(c.request.tool_id, c.dut_id, v, static_cast<mw::NakCode>(code));
+  }
+  const uint64_t original = load_u64(target);
+  const uint64_t updated = original + v.ext.atomic.operand.get();
+  std::memcpy(target, &updated, 8);
+  if (!duplicate) {
+    s.msgs[mseq].complete = true;
+    for (auto it = s.msgs.find(s.base); it != s.msgs.end() && it->second.complete; it = s.msgs.find(s.base)) {
+      s.msgs.erase(it);
+      ++s.base;
+    }
+  }
+  mw::CommonHeader h{};
+  h.version = mw::kVersion << 4;
+  h.opcode = static_cast<uint8_t>(mw::Opcode::kAtomicResp);
+  h.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
+  h.dst_conn_id.set(c.request.tool_id);
+  h.src_conn_id.set(c.dut_id);
+  h.stream_id.set(sid);
+  h.path_seq.set(c.tx_seq);
+  h.path_floor.set(c.tx_seq);  // the fake never retransmits: everything before is given up
+  ++c.tx_seq;
+  h.msg_seq.set(mseq);
+  h.tx_ts.set(1);
+  mw::AtomicRespExt e{};
+  e.original.set(original);
+  std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kAtomicResp, 0));
+  mw::encode_packet(out, h, &e, sizeof e, {});
+  out_.push_back(std::move(out));
 }
 
 void FakeDut::ack(Conn& c, uint8_t path) {
@@ -277,10 +325,11 @@ mc::VerifyOutcome FakeDut::verify(const mc::DutConnection& connection, const std
       v.checked_bytes += sb;
       // As Peer.Verify: the slot holds the last completed message that used
       // it, or one in flight (at most queue_depth beyond), or the pattern.
+      const bool writes = operation == "write" || operation == "write_imm";
       uint64_t msg = UINT64_MAX;
-      if (j < n) msg = j + (n - 1 - j) / sps * sps;
+      if (writes && j < n) msg = j + (n - 1 - j) / sps * sps;
       const uint64_t later = msg == UINT64_MAX ? j : msg + sps;
-      if (later < n + c.request.queue_depth && load_u64(p) == mc::message_header(s, later)) msg = later;
+      if (writes && later < n + c.request.queue_depth && load_u64(p) == mc::message_header(s, later)) msg = later;
       if (msg == UINT64_MAX) {
         if (pattern_mismatch(p, sb, c.request.seed, slot, 0) >= 0)
           mismatch("stream " + std::to_string(s) + " slot " + std::to_string(slot) + " (no message) differs");
@@ -291,6 +340,13 @@ mc::VerifyOutcome FakeDut::verify(const mc::DutConnection& connection, const std
                  " differs");
     }
   }
+  if (operation == "fetch_add")
+    for (uint32_t s = 0; s < c.streams.size(); ++s) {
+      const uint64_t counter = load_u64(region.bytes.data() + uint64_t{c.streams.size()} * sps * sb + 8ull * s);
+      v.checked_bytes += 8;
+      if (counter < stream_end[s] || counter > stream_end[s] + c.request.queue_depth)
+        mismatch("stream " + std::to_string(s) + ": counter is " + std::to_string(counter));
+    }
   if (operation == "write_imm" && v.received_messages != total)
     mismatch("received " + std::to_string(v.received_messages) + " messages, the requester completed " +
              std::to_string(total));

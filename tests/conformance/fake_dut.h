@@ -32,6 +32,7 @@ struct Bugs {
   bool ignore_path_floor = false;      // the receiver never slides its window to the sender's path_floor
   bool no_rate_hint = false;           // rate_hint_kbps always 0
   bool no_ecn_echo = false;            // CE marks are not counted
+  bool replay_atomics = false;         // a repeated atomic request is executed (and answered) again
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -54,7 +55,7 @@ class FakeDut final : public metaroce::conformance::Dut {
   struct Region {
     uint64_t addr = 0;
     std::vector<uint8_t> bytes;
-    bool remote_write = false;
+    bool remote_write = false, remote_atomic = false;
   };
   struct PathRx {
     uint32_t cum = 0;
@@ -81,15 +82,17 @@ class FakeDut final : public metaroce::conformance::Dut {
     uint32_t key = 0;  // the target region's
     std::vector<PathRx> paths;
     std::vector<Stream> streams;
+    uint32_t tx_seq = 0;  // the fake's own path 0 sequence (its responses)
   };
 
   void on_packet(Conn& c, const metaroce::wire::PacketView& v, bool ce);
   void on_write(Conn& c, const metaroce::wire::PacketView& v);
+  void on_atomic(Conn& c, const metaroce::wire::PacketView& v);
   void advance(PathRx& p);
   void ack(Conn& c, uint8_t path);
   void nak(uint32_t dst, uint32_t src, const metaroce::wire::PacketView& v, metaroce::wire::NakCode code);
   // 0 when the access is allowed (*out points at the bytes), else the NAK code.
-  uint8_t check(uint32_t key, uint64_t addr, uint64_t len, uint8_t** out);
+  uint8_t check(uint32_t key, uint64_t addr, uint64_t len, bool atomic, uint8_t** out);
 
   Bugs bugs_;
   double capacity_bps_;
