@@ -134,6 +134,32 @@ void placement_duplicate(CaseContext& ctx) {
              format("%" PRIu64 " completions; Peer.Verify: %s", v.received_messages, v.detail.c_str()));
 }
 
+void completion_stream_order(CaseContext& ctx) {
+  ConnectionRequest r;
+  r.streams = 2;
+  r.recv_message_bytes = 1024;  // WRITE_IMM completions are checked by Peer.Verify
+  const DutConnection& c = ctx.open(r);
+  // Peer.Verify's WRITE_IMM contract: the n-th receive completion of a stream
+  // must carry immediate n. Messages arrive last first, streams interleaved.
+  const uint32_t order[5][2] = {{0, 2}, {1, 1}, {0, 1}, {1, 0}, {0, 0}};  // {stream, message}
+  uint32_t ts = 0;
+  for (uint32_t i = 0; i < 5; ++i) {
+    Outgoing o = ctx.write_chunk(c, static_cast<uint16_t>(order[i][0]), order[i][1], kChunk, 0, 0, i, 0);
+    o.op = mw::Opcode::kWriteImm;
+    o.imm = order[i][1];
+    ts = ctx.send(o);
+  }
+  const AckSeen a = ctx.await_ack(c, 0, ts, "stream 0 message 0, the last sent");
+  ctx.expect_no_nak("for valid WRITE_IMMs in any order");
+  ctx.expect(a.ack->view.common.stream_id.get() == 0 && a.ack->view.common.msg_seq.get() == 3,
+             "stream 0's watermark 3", format("stream %u watermark %u", a.ack->view.common.stream_id.get(),
+                                              a.ack->view.common.msg_seq.get()));
+  const VerifyOutcome v = ctx.verify(c, "write_imm", kChunk, {3, 2});
+  ctx.expect(v.ok && v.received_messages == 5,
+             "5 receive completions, each stream's in msg_seq order (the n-th carrying immediate n, §11.7, §11.11)",
+             format("%" PRIu64 " completions; Peer.Verify: %s", v.received_messages, v.detail.c_str()));
+}
+
 // ---------------------------------------------------------------- SACK
 
 void sack_gaps(CaseContext& ctx) {
@@ -412,6 +438,10 @@ const std::vector<CaseInfo>& catalogue() {
        "chunks with its first chunk repeated as poison",
        "cum_seq 5, empty SACK, watermark 2; no NAK; exactly 2 receive completions and no poison in memory",
        placement_duplicate},
+      {"completion.stream-order", "§11.7, §11.11", "receive completions in msg_seq order within each stream",
+       "WRITE_IMMs (immediate = message number) on 2 streams, each stream's messages last first, streams interleaved",
+       "stream 0's watermark 3; 5 receive completions, the n-th of each stream carrying immediate n",
+       completion_stream_order},
       {"sack.gaps", "§6.2, §11.3", "SACK bits after crafted gaps, per path",
        "PROBEs on path 0 seqs 0, 2, 3, 5, 9, then 1, then 4; path 1 seq 0",
        "cum 1 bits {0,1,3,7}; cum 4 bits {0,4}; cum 6 bits {2}; path 1: cum 1, empty", sack_gaps},

@@ -23,6 +23,8 @@ namespace {
 
 namespace v1 = metaroce::v1;
 
+constexpr uint32_t kDutBaseSrcPort = 49152;
+
 std::string ip_text(uint32_t ip) {
   in_addr a{htonl(ip)};
   char buf[INET_ADDRSTRLEN];
@@ -91,7 +93,12 @@ class GrpcDut final : public Dut {
     p.set_queue_depth(r.queue_depth);
     p.set_mtu_payload_bytes(r.mtu_payload);
     p.set_max_message_bytes(r.max_message_bytes);
-    p.set_base_src_port(49152 + r.tool_id % 16000);
+    // The DUT's own source ports for its responses (ECMP entropy): the same
+    // for every connection the suite opens. metaroced's UDP datapath opens a
+    // socket per source port it sends from, never closes one, and drops what
+    // it cannot send after 256 (UdpPortInfo::tx_no_socket); ports derived per
+    // connection would use them up after about 128 runs of the suite.
+    p.set_base_src_port(kDutBaseSrcPort);
     v1::AcceptResponse resp;
     call("Peer.Accept", [&](grpc::ClientContext* c) { return peer_->Accept(c, req, &resp); });
     DutConnection out;

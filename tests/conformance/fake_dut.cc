@@ -170,6 +170,7 @@ void FakeDut::on_write(Conn& c, const mw::PacketView& v) {
     m.chunks = (len + chunk - 1) / chunk;
     m.got.assign(m.chunks, false);
     m.imm = v.opcode == mw::Opcode::kWriteImm;
+    m.imm_value = v.ext.write.imm.get();
   }
   const uint32_t index = off / chunk;
   const bool duplicate = m.complete || m.got[index];
@@ -190,9 +191,16 @@ void FakeDut::on_write(Conn& c, const mw::PacketView& v) {
   m.got[index] = true;
   ++m.received;
   if (m.received == m.chunks || (bugs_.complete_out_of_order && (v.common.flags & mw::kFlagLast))) m.complete = true;
+  if (m.complete && m.imm && bugs_.complete_in_arrival_order) {
+    ++s.completions;
+    s.completed_imms.push_back(m.imm_value);
+  }
   // §11.7: the watermark passes complete messages in msg_seq order.
   for (auto it = s.msgs.find(s.base); it != s.msgs.end() && it->second.complete; it = s.msgs.find(s.base)) {
-    if (it->second.imm) ++s.completions;
+    if (it->second.imm && !bugs_.complete_in_arrival_order) {
+      ++s.completions;
+      s.completed_imms.push_back(it->second.imm_value);
+    }
     s.msgs.erase(it);
     ++s.base;
   }
@@ -347,6 +355,12 @@ mc::VerifyOutcome FakeDut::verify(const mc::DutConnection& connection, const std
       if (counter < stream_end[s] || counter > stream_end[s] + c.request.queue_depth)
         mismatch("stream " + std::to_string(s) + ": counter is " + std::to_string(counter));
     }
+  if (operation == "write_imm")
+    for (uint32_t s = 0; s < c.streams.size(); ++s)
+      for (size_t n = 0; n < c.streams[s].completed_imms.size(); ++n)
+        if (c.streams[s].completed_imms[n] != n)
+          mismatch("stream " + std::to_string(s) + " completion " + std::to_string(n) + ": immediate " +
+                   std::to_string(c.streams[s].completed_imms[n]));
   if (operation == "write_imm" && v.received_messages != total)
     mismatch("received " + std::to_string(v.received_messages) + " messages, the requester completed " +
              std::to_string(total));

@@ -33,6 +33,7 @@ struct Bugs {
   bool no_rate_hint = false;           // rate_hint_kbps always 0
   bool no_ecn_echo = false;            // CE marks are not counted
   bool replay_atomics = false;         // a repeated atomic request is executed (and answered) again
+  bool complete_in_arrival_order = false;  // a WRITE_IMM completes when its bytes are in, not in msg_seq order
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -66,6 +67,7 @@ class FakeDut final : public metaroce::conformance::Dut {
   };
   struct Msg {
     bool complete = false, failed = false, imm = false;
+    uint32_t imm_value = 0;
     uint8_t nak = 0;
     uint32_t len = 0, chunks = 0, received = 0;
     std::vector<bool> got;
@@ -75,6 +77,7 @@ class FakeDut final : public metaroce::conformance::Dut {
     std::map<uint32_t, Msg> msgs;
     bool error = false;
     uint64_t completions = 0;
+    std::vector<uint32_t> completed_imms;  // immediates of the receive completions, in completion order
   };
   struct Conn {
     metaroce::conformance::ConnectionRequest request;

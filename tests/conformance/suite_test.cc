@@ -59,7 +59,7 @@ TEST(ConformanceCatalogue, EveryCaseHasAnIdASpecSectionAndWhatItSendsAndExpects)
     EXPECT_FALSE(c.title.empty() || c.sends.empty() || c.expects.empty()) << c.id;
     EXPECT_NE(c.run, nullptr) << c.id;
   }
-  EXPECT_GE(ids.size(), 16u);
+  EXPECT_GE(ids.size(), 17u);
 }
 
 TEST(ConformanceSelect, GlobsSelectInCatalogueOrderAndBadPatternsNameTheFlag) {
@@ -131,6 +131,8 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
       {"sends no rate hint", with([](Bugs& b) { b.no_rate_hint = true; }), {"ack.rate-hint"}},
       {"echoes no ECN", with([](Bugs& b) { b.no_ecn_echo = true; }), {"ack.ecn-echo"}},
       {"executes a replayed atomic again", with([](Bugs& b) { b.replay_atomics = true; }), {"atomic.replay-once"}},
+      {"completes WRITE_IMMs in arrival order", with([](Bugs& b) { b.complete_in_arrival_order = true; }),
+       {"completion.stream-order"}},
   };
   std::printf("%-55s %s\n", "broken responder", "cases failed");
   for (const Variant& v : variants) {
