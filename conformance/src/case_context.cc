@@ -104,6 +104,9 @@ std::string describe_packet(std::span<const uint8_t> packet) {
   if (v.opcode == mw::Opcode::kFetchAdd || v.opcode == mw::Opcode::kCmpSwap)
     s += format(" addr 0x%" PRIx64 " rkey 0x%08x operand %" PRIu64 " compare %" PRIu64, v.ext.atomic.remote_addr.get(),
                 v.ext.atomic.rkey.get(), v.ext.atomic.operand.get(), v.ext.atomic.compare.get());
+  if (v.opcode == mw::Opcode::kReadReq)
+    s += format(" addr 0x%" PRIx64 " rkey 0x%08x length %u", v.ext.read_req.remote_addr.get(), v.ext.read_req.rkey.get(),
+                v.ext.read_req.length.get());
   if (v.opcode == mw::Opcode::kAtomicResp) s += format(" original %" PRIu64, v.ext.atomic_resp.original.get());
   if (!v.payload.empty()) s += format(" payload %zu B", v.payload.size());
   return s;
@@ -212,6 +215,24 @@ Outgoing CaseContext::fetch_add(const DutConnection& c, uint16_t stream, uint32_
   return o;
 }
 
+Outgoing CaseContext::read_request(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addr,
+                                   uint32_t length, uint8_t path, uint32_t seq, uint32_t floor) const {
+  Outgoing o;
+  o.op = mw::Opcode::kReadReq;
+  o.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
+  o.path = path;
+  o.dst_conn = c.dut_id;
+  o.src_conn = c.tool_id;
+  o.stream = stream;
+  o.seq = seq;
+  o.floor = floor;
+  o.msg_seq = msg_seq;
+  o.remote_addr = addr;
+  o.rkey = c.rkey;
+  o.read_length = length;
+  return o;
+}
+
 Built CaseContext::build(const Outgoing& o) {
   Built b;
   b.tx_ts = next_ts_++;
@@ -232,6 +253,7 @@ Built CaseContext::build(const Outgoing& o) {
   h.tx_ts.set(b.tx_ts);
   mw::WriteExt w{};
   mw::AtomicExt at{};
+  mw::ReadReqExt rd{};
   const void* ext = nullptr;
   size_t ext_len = 0;
   if (o.op == mw::Opcode::kWrite || o.op == mw::Opcode::kWriteImm) {
@@ -240,6 +262,12 @@ Built CaseContext::build(const Outgoing& o) {
     w.imm.set(o.imm);
     ext = &w;
     ext_len = sizeof w;
+  } else if (o.op == mw::Opcode::kReadReq) {
+    rd.remote_addr.set(o.remote_addr);
+    rd.rkey.set(o.rkey);
+    rd.length.set(o.read_length);
+    ext = &rd;
+    ext_len = sizeof rd;
   } else if (o.op == mw::Opcode::kFetchAdd || o.op == mw::Opcode::kCmpSwap) {
     at.remote_addr.set(o.remote_addr);
     at.rkey.set(o.rkey);

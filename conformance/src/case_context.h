@@ -37,6 +37,7 @@ struct Outgoing {
   uint64_t remote_addr = 0;
   uint32_t rkey = 0, imm = 0;
   uint64_t operand = 0, compare = 0;  // FETCH_ADD, CMP_SWAP
+  uint32_t read_length = 0;            // READ_REQ
   std::vector<uint8_t> payload;
 };
 
@@ -91,6 +92,10 @@ class CaseContext {
   // atomic counter in the target region (Peer.Verify's layout: after the slots).
   Outgoing fetch_add(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addend, uint8_t path,
                      uint32_t seq, uint32_t floor) const;
+
+  // READ_REQ message msg_seq of `stream` for `length` bytes at addr.
+  Outgoing read_request(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addr, uint32_t length,
+                        uint8_t path, uint32_t seq, uint32_t floor) const;
 
   // From now on every data packet the DUT sends (responses, PROBEs) is
   // acknowledged at once, as a requester would (§6): the suite's ACKs carry

@@ -390,6 +390,54 @@ void atomic_replay_once(CaseContext& ctx) {
   ctx.expect(v.ok, "the counter at 2 after two FETCH_ADDs", "Peer.Verify: " + v.detail);
 }
 
+// ---------------------------------------------------------------- READ
+
+void read_back_later_chunks(CaseContext& ctx) {
+  const DutConnection& c = ctx.open();
+  ctx.acknowledge_dut_data();
+  // A 3-chunk WRITE whose later chunks carry bytes unlike the region's fill
+  // (Peer.Verify only tells a slot's first word apart), sent last chunk first.
+  std::vector<uint8_t> written(3 * kChunk);
+  uint64_t addr = 0;
+  uint32_t ts = 0;
+  for (int chunk = 2; chunk >= 0; --chunk) {
+    Outgoing o = ctx.write_chunk(c, 0, 0, 3 * kChunk, static_cast<uint32_t>(chunk), 0, static_cast<uint32_t>(2 - chunk), 0);
+    if (chunk > 0)
+      for (size_t i = 0; i < o.payload.size(); ++i) o.payload[i] = static_cast<uint8_t>(0x3C ^ (chunk * 7 + i));
+    std::copy(o.payload.begin(), o.payload.end(), written.begin() + chunk * kChunk);
+    if (chunk == 0) addr = o.remote_addr;
+    ts = ctx.send(o);
+  }
+  const AckSeen a = ctx.await_ack(c, 0, ts, "the WRITE's first chunk, sent last");
+  ctx.expect(a.ack->view.common.msg_seq.get() == 1, "watermark 1 (the WRITE complete)",
+             format("watermark %u", a.ack->view.common.msg_seq.get()));
+  // READ it back as message 1 of the same stream (executed after message 0).
+  ctx.send(ctx.read_request(c, 0, 1, addr, 3 * kChunk, 0, 3, 0));
+  std::vector<uint8_t> got(3 * kChunk);
+  std::vector<bool> have(3, false);
+  auto responses = [&] {
+    for (const auto& r : ctx.answers()) {
+      if (r->error != mw::DecodeError::kNone || r->view.opcode != mw::Opcode::kReadResp) continue;
+      const auto& h = r->view.common;
+      ctx.expect(h.msg_seq.get() == 1 && h.msg_len.get() == 3 * kChunk && h.msg_offset.get() % kChunk == 0 &&
+                     h.msg_offset.get() + r->view.payload.size() <= 3 * kChunk,
+                 "READ_RESP for message 1 with msg_len 768 and chunk-aligned offsets (§5.3, §11.12)",
+                 describe_packet(*r->bytes));
+      std::copy(r->view.payload.begin(), r->view.payload.end(), got.begin() + h.msg_offset.get());
+      have[h.msg_offset.get() / kChunk] = true;
+    }
+    return have[0] && have[1] && have[2];
+  };
+  if (!ctx.collect_until(responses))
+    throw CaseFailure("expected READ_RESP packets covering all 768 bytes of message 1 (§11.12); seen " +
+                      std::string(have[0] ? "" : "no offset 0 ") + (have[1] ? "" : "no offset 256 ") +
+                      (have[2] ? "" : "no offset 512"));
+  ctx.expect_no_nak("for a WRITE and a READ of its bytes");
+  for (size_t i = 0; i < got.size(); ++i)
+    ctx.expect(got[i] == written[i], "the READ to return the bytes written, every chunk placed where its packet said (§11.1)",
+               format("byte %zu (chunk %zu) reads 0x%02x, written 0x%02x", i, i / kChunk, got[i], written[i]));
+}
+
 // ---------------------------------------------------------------- ACK contents
 
 void ack_rate_hint(CaseContext& ctx) {
@@ -477,6 +525,11 @@ const std::vector<CaseInfo>& catalogue() {
        "the suite ACKs the DUT's responses",
        "ATOMIC_RESP original 0 for message 0 (every copy), 1 for message 1; no NAK; Peer.Verify: the counter at 2",
        atomic_replay_once},
+      {"read.after-write", "§5.3, §11.1, §11.12", "a READ returns what a WRITE placed, later chunks included",
+       "a 3-chunk WRITE (chunks 1-2 unlike the region's fill) sent last chunk first, then a READ_REQ of its 768 bytes "
+       "on the same stream; the suite ACKs the DUT's responses",
+       "watermark 1; READ_RESP chunks for message 1 covering 768 bytes, equal to the bytes written; no NAK",
+       read_back_later_chunks},
       {"ack.rate-hint", "§6.1, §11.10", "the receiver's fair-share rate hint in ACKs",
        "a WRITE on a connection that is the DUT's only active sender",
        "rate_hint_kbps = configured inbound capacity / 1000 (0 when none is configured)", ack_rate_hint},

@@ -46,7 +46,7 @@ mc::DutConnection FakeDut::open(const mc::ConnectionRequest& r) {
   c.streams.resize(r.streams);
   Region region;
   region.addr = 0x7f0000000000ull + (uint64_t{c.dut_id} << 24);
-  region.remote_write = region.remote_atomic = true;
+  region.remote_write = region.remote_atomic = region.remote_read = true;
   const uint32_t sps = slots_per_stream(r), sb = slot_bytes(r);
   region.bytes.assign(uint64_t{r.streams} * sps * sb + 8ull * r.streams, 0);
   for (uint64_t slot = 0; slot < uint64_t{r.streams} * sps; ++slot)
@@ -78,19 +78,21 @@ mc::DutRegion FakeDut::register_region(uint64_t length, const std::vector<std::s
   r.bytes.assign(length, 0);
   r.remote_write = std::find(access.begin(), access.end(), "remote_write") != access.end();
   r.remote_atomic = std::find(access.begin(), access.end(), "remote_atomic") != access.end();
+  r.remote_read = std::find(access.begin(), access.end(), "remote_read") != access.end();
   regions_[key] = r;
   return mc::DutRegion{key, r.addr, length};
 }
 
 void FakeDut::deregister_region(uint32_t key) { regions_.erase(key); }
 
-uint8_t FakeDut::check(uint32_t key, uint64_t addr, uint64_t len, bool atomic, uint8_t** out) {
+uint8_t FakeDut::check(uint32_t key, uint64_t addr, uint64_t len, Right right, uint8_t** out) {
   auto it = regions_.find(key);
   if (it == regions_.end()) return static_cast<uint8_t>(mw::NakCode::kBadKey);
   Region& r = it->second;
   if (addr < r.addr || addr - r.addr > r.bytes.size() || len > r.bytes.size() - (addr - r.addr))
     return static_cast<uint8_t>(mw::NakCode::kOutOfBounds);
-  if (atomic ? !r.remote_atomic : !r.remote_write) return static_cast<uint8_t>(mw::NakCode::kAccessViolation);
+  const bool allowed = right == Right::kWrite ? r.remote_write : right == Right::kRead ? r.remote_read : r.remote_atomic;
+  if (!allowed) return static_cast<uint8_t>(mw::NakCode::kAccessViolation);
   *out = r.bytes.data() + (addr - r.addr);
   return 0;
 }
@@ -148,6 +150,7 @@ void FakeDut::on_packet(Conn& c, const mw::PacketView& v, bool ce) {
   p.stream = v.common.stream_id.get();
   if (v.opcode == mw::Opcode::kWrite || v.opcode == mw::Opcode::kWriteImm) on_write(c, v);
   if (v.opcode == mw::Opcode::kFetchAdd) on_atomic(c, v);
+  if (v.opcode == mw::Opcode::kReadReq) on_read(c, v);
   ack(c, path);  // every packet: the fake acknowledges at once
 }
 
@@ -179,14 +182,14 @@ void FakeDut::on_write(Conn& c, const mw::PacketView& v) {
   uint32_t key = v.ext.write.rkey.get();
   if (bugs_.accept_wrong_key && !regions_.count(key)) key = c.key;
   uint8_t* dst = nullptr;
-  const uint8_t code = addr < off ? static_cast<uint8_t>(mw::NakCode::kOutOfBounds) : check(key, addr - off, len, false, &dst);
+  const uint8_t code = addr < off ? static_cast<uint8_t>(mw::NakCode::kOutOfBounds) : check(key, addr - off, len, Right::kWrite, &dst);
   if (code != 0) {
     m.failed = true;
     m.nak = code;
     s.error = true;  // §8: a fatal NAK puts its stream in error
     return nak(c.request.tool_id, c.dut_id, v, static_cast<mw::NakCode>(code));
   }
-  std::memcpy(dst + off, v.payload.data(), plen);
+  if (off == 0 || !bugs_.place_first_chunk_only) std::memcpy(dst + off, v.payload.data(), plen);
   if (duplicate) return;
   m.got[index] = true;
   ++m.received;
@@ -219,7 +222,7 @@ void FakeDut::on_atomic(Conn& c, const mw::PacketView& v) {
   const uint64_t addr = v.ext.atomic.remote_addr.get();
   if (addr % 8 != 0) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
   uint8_t* target = nullptr;
-  if (const uint8_t code = check(v.ext.atomic.rkey.get(), addr, 8, true, &target); code != 0) {
+  if (const uint8_t code = check(v.ext.atomic.rkey.get(), addr, 8, Right::kAtomic, &target); code != 0) {
     s.error = true;
     return nak(c.request.tool_id, c.dut_id, v, static_cast<mw::NakCode>(code));
   }
@@ -250,6 +253,51 @@ void FakeDut::on_atomic(Conn& c, const mw::PacketView& v) {
   std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kAtomicResp, 0));
   mw::encode_packet(out, h, &e, sizeof e, {});
   out_.push_back(std::move(out));
+}
+
+void FakeDut::on_read(Conn& c, const mw::PacketView& v) {
+  const uint16_t sid = v.common.stream_id.get();
+  if (sid >= c.streams.size()) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  Stream& s = c.streams[sid];
+  const uint32_t mseq = v.common.msg_seq.get();
+  if (seq_diff(mseq, s.base) < 0 || (s.msgs.count(mseq) && s.msgs[mseq].complete)) return;  // executed once
+  if (s.error) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  const uint32_t len = v.ext.read_req.length.get();
+  if (len > c.request.max_message_bytes) return nak(c.request.tool_id, c.dut_id, v, mw::NakCode::kInvalidRequest);
+  uint8_t* src = nullptr;
+  if (const uint8_t code = check(v.ext.read_req.rkey.get(), v.ext.read_req.remote_addr.get(), len, Right::kRead, &src);
+      code != 0) {
+    s.error = true;
+    return nak(c.request.tool_id, c.dut_id, v, static_cast<mw::NakCode>(code));
+  }
+  // Executed in stream order: the fake answers only when every earlier
+  // message of the stream is complete (the cases never need it to wait).
+  s.msgs[mseq].complete = true;
+  for (auto it = s.msgs.find(s.base); it != s.msgs.end() && it->second.complete; it = s.msgs.find(s.base)) {
+    s.msgs.erase(it);
+    ++s.base;
+  }
+  for (uint32_t off = 0; off < len; off += c.request.mtu_payload) {
+    const uint32_t plen = std::min(c.request.mtu_payload, len - off);
+    mw::CommonHeader h{};
+    h.version = mw::kVersion << 4;
+    h.opcode = static_cast<uint8_t>(mw::Opcode::kReadResp);
+    h.flags = static_cast<uint8_t>((off == 0 ? mw::kFlagFirst : 0) | (off + plen == len ? mw::kFlagLast | mw::kFlagAckReq : 0));
+    h.dst_conn_id.set(c.request.tool_id);
+    h.src_conn_id.set(c.dut_id);
+    h.stream_id.set(sid);
+    h.payload_len.set(static_cast<uint16_t>(plen));
+    h.path_seq.set(c.tx_seq);
+    h.path_floor.set(c.tx_seq);
+    ++c.tx_seq;
+    h.msg_seq.set(mseq);
+    h.msg_offset.set(off);
+    h.msg_len.set(len);
+    h.tx_ts.set(1);
+    std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kReadResp, plen));
+    mw::encode_packet(out, h, nullptr, 0, std::span<const uint8_t>(src + off, plen));
+    out_.push_back(std::move(out));
+  }
 }
 
 void FakeDut::ack(Conn& c, uint8_t path) {

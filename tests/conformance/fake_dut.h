@@ -34,6 +34,7 @@ struct Bugs {
   bool no_ecn_echo = false;            // CE marks are not counted
   bool replay_atomics = false;         // a repeated atomic request is executed (and answered) again
   bool complete_in_arrival_order = false;  // a WRITE_IMM completes when its bytes are in, not in msg_seq order
+  bool place_first_chunk_only = false; // later chunks of a message are acknowledged and counted, not placed
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -56,7 +57,7 @@ class FakeDut final : public metaroce::conformance::Dut {
   struct Region {
     uint64_t addr = 0;
     std::vector<uint8_t> bytes;
-    bool remote_write = false, remote_atomic = false;
+    bool remote_write = false, remote_atomic = false, remote_read = false;
   };
   struct PathRx {
     uint32_t cum = 0;
@@ -91,11 +92,13 @@ class FakeDut final : public metaroce::conformance::Dut {
   void on_packet(Conn& c, const metaroce::wire::PacketView& v, bool ce);
   void on_write(Conn& c, const metaroce::wire::PacketView& v);
   void on_atomic(Conn& c, const metaroce::wire::PacketView& v);
+  void on_read(Conn& c, const metaroce::wire::PacketView& v);
   void advance(PathRx& p);
   void ack(Conn& c, uint8_t path);
   void nak(uint32_t dst, uint32_t src, const metaroce::wire::PacketView& v, metaroce::wire::NakCode code);
   // 0 when the access is allowed (*out points at the bytes), else the NAK code.
-  uint8_t check(uint32_t key, uint64_t addr, uint64_t len, bool atomic, uint8_t** out);
+  enum class Right { kWrite, kRead, kAtomic };
+  uint8_t check(uint32_t key, uint64_t addr, uint64_t len, Right right, uint8_t** out);
 
   Bugs bugs_;
   double capacity_bps_;
