@@ -25,7 +25,7 @@ namespace {
 struct ConformanceFlags {
   std::string target;
   std::string cases;
-  std::string json_file, junit_file;
+  std::string json_file, junit_file, pcap_dir;
   std::string local_ip;
   std::string answer_timeout = "2s";
   std::uint64_t seed = 1;
@@ -67,7 +67,9 @@ int cmd_conformance_run(Invocation& inv, const ConformanceFlags& f) {
   mc::RunSummary run;
   run.target = target;
   run.dut = dut->describe();
+  run.flow = dut->flow_to_dut();
   run.results = mc::run_cases(*dut, cases, ro);
+  if (!f.pcap_dir.empty() && !mc::write_failure_pcaps(run, f.pcap_dir, &error)) throw UsageError(error);
   const std::string json = mc::render_json(run);
   if (!f.json_file.empty()) write_file("--json", f.json_file, json);
   if (!f.junit_file.empty()) write_file("--junit", f.junit_file, mc::render_junit(run));
@@ -115,6 +117,7 @@ void add_conformance_commands(CLI::App& app, Context& ctx) {
                                       "default: every case");
   run->add_option("--json", f.json_file, "also write the results as JSON to this file");
   run->add_option("--junit", f.junit_file, "also write the results as JUnit XML to this file");
+  run->add_option("--pcap-dir", f.pcap_dir, "write each failed case's packets to DIR/<case>.pcapng (created if needed)");
   run->add_option("--local-ip", f.local_ip,
                   "the suite's own IPv4 address for packets (default: on loopback the other of 127.0.0.1/127.0.0.2, "
                   "else the route's source address)");

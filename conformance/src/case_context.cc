@@ -293,6 +293,7 @@ void CaseContext::send_bytes(const Built& b, const std::string& note, wire::Ecn 
   if (ecn == wire::Ecn::kCe) line += " (IP ECN CE)";
   if (!note.empty()) line += " (" + note + ")";
   note_sent(line);
+  record(false, b.bytes, ecn, "sent: " + line);
   dut_.send(b.bytes, ecn);
 }
 
@@ -310,12 +311,24 @@ bool CaseContext::collect_until(const std::function<bool()>& done) {
     // Late answers for connections of earlier cases are not this case's business.
     if (a->error == mw::DecodeError::kNone && !owns_tool_id(a->view.common.dst_conn_id.get())) continue;
     note_seen(describe_packet(*a->bytes));
+    record(true, *a->bytes, wire::Ecn::kNotEct, "seen: " + result_.seen.back());
     if (acknowledge_) acknowledge(*a);
     answers_.push_back(std::move(a));
     ok = done();
   }
   for (; checked_ < answers_.size(); ++checked_) check_well_formed(*answers_[checked_]);
   return ok;
+}
+
+void CaseContext::record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment) {
+  CaseFrame f;
+  f.time_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  f.from_dut = from_dut;
+  f.ecn = ecn;
+  f.packet.assign(packet.begin(), packet.end());
+  f.comment = std::move(comment);
+  result_.frames.push_back(std::move(f));
 }
 
 void CaseContext::acknowledge(const Answer& a) {
@@ -346,6 +359,7 @@ void CaseContext::acknowledge(const Answer& a) {
   std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kAck, 0, 1));
   mw::encode_packet(out, h, &e, sizeof e, {}, std::span<const mw::AckBlock>(&b, 1));
   note_sent(describe_packet(out) + " (the suite acknowledging the DUT's packet)");
+  record(false, out, wire::Ecn::kNotEct, "sent: " + result_.sent.back());
   dut_.send(out, wire::Ecn::kNotEct);
 }
 

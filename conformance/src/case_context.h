@@ -135,6 +135,7 @@ class CaseContext {
   void note_seen(std::string line) { result_.seen.push_back(std::move(line)); }
 
  private:
+  void record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment);
   void check_well_formed(const Answer& a);
   void acknowledge(const Answer& a);
   bool owns_tool_id(uint32_t id) const;

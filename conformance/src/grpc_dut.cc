@@ -200,6 +200,19 @@ class GrpcDut final : public Dut {
                      std::strerror(errno));
   }
 
+  wire::UdpFlow flow_to_dut() const override {
+    wire::UdpFlow f;
+    f.src_ip = local_ip_;
+    f.dst_ip = dut_ip_;
+    f.src_port = local_port_;
+    f.dst_port = dut_port_;
+    f.src_mac = {0x02, 0x00, static_cast<uint8_t>(local_ip_ >> 24), static_cast<uint8_t>(local_ip_ >> 16),
+                 static_cast<uint8_t>(local_ip_ >> 8), static_cast<uint8_t>(local_ip_)};
+    f.dst_mac = {0x02, 0x00, static_cast<uint8_t>(dut_ip_ >> 24), static_cast<uint8_t>(dut_ip_ >> 16),
+                 static_cast<uint8_t>(dut_ip_ >> 8), static_cast<uint8_t>(dut_ip_)};
+    return f;
+  }
+
   std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) override {
     const auto until = std::chrono::steady_clock::now() + timeout;
     for (;;) {

@@ -47,6 +47,7 @@ std::string transcript(const CaseResult& r) {
   std::string s;
   for (const auto& line : r.sent) s += "sent: " + line + "\n";
   for (const auto& line : r.seen) s += "seen: " + line + "\n";
+  if (!r.pcap.empty()) s += "pcap: " + r.pcap + "\n";
   return s;
 }
 
@@ -68,6 +69,7 @@ std::string render_table(const RunSummary& run) {
     out += pad(r.info->id, id_w) + "  " + pad(r.info->spec, spec_w) + "  " + (r.passed ? "PASS" : "FAIL") + "\n";
     if (r.passed) continue;
     out += "    " + r.failure + "\n";
+    if (!r.pcap.empty()) out += "    pcap: " + r.pcap + "\n";
     for (const auto& line : r.sent) out += "      sent: " + line + "\n";
     for (const auto& line : r.seen) out += "      seen: " + line + "\n";
   }
@@ -93,6 +95,7 @@ std::string render_json(const RunSummary& run) {
     c["result"] = r.passed ? "PASS" : "FAIL";
     c["seconds"] = r.seconds;
     c["failure"] = r.failure;
+    c["pcap"] = r.pcap;
     c["sent"] = r.sent;
     c["seen"] = r.seen;
     j["cases"].push_back(std::move(c));

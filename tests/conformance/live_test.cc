@@ -92,7 +92,9 @@ TEST(ConformanceLive, OurEndpointPassesEveryCaseAndTheReportsParse) {
   UdpDaemon dut;
   ASSERT_TRUE(dut.ready()) << dut.log();
   const std::string json_file = dut.file("conformance.json").string(), junit_file = dut.file("conformance.xml").string();
-  const auto r = dut.ctl({"conformance", "run", "--target", dut.address(), "--json", json_file, "--junit", junit_file});
+  const std::string pcaps = dut.file("pcaps").string();
+  const auto r = dut.ctl({"conformance", "run", "--target", dut.address(), "--json", json_file, "--junit", junit_file,
+                          "--pcap-dir", pcaps});
   std::printf("%s", r.out.c_str());
   EXPECT_EQ(r.status, 0) << r.out << r.err << dut.log();
   const size_t n = metaroce::conformance::catalogue().size();
@@ -104,6 +106,7 @@ TEST(ConformanceLive, OurEndpointPassesEveryCaseAndTheReportsParse) {
   EXPECT_EQ(j["failed"], 0);
   ASSERT_EQ(j["cases"].size(), n);
   for (const auto& c : j["cases"]) EXPECT_EQ(c["result"], "PASS") << c.dump(2);
+  EXPECT_TRUE(fs::is_directory(pcaps) && fs::is_empty(pcaps)) << "a pcap only for a failed case";
 
   // JUnit through a real XML parser: one testcase per case, no failure.
   const auto x = ml::run_command(

@@ -7,7 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -180,6 +184,25 @@ TEST(ConformanceReport, JsonAndJunitCarryEveryCaseAndEscapeWhatTheyQuote) {
   EXPECT_NE(xml.find("&lt;odd&gt;&amp;&quot;name&quot;"), std::string::npos) << "attribute values escaped";
   EXPECT_EQ(xml.find("<odd>"), std::string::npos);
   EXPECT_NE(xml.find("<testcase classname=\"conformance.nak\" name=\"nak.bad-key\""), std::string::npos);
+  // A pcapng per failed case, named after it, its path in every output.
+  const std::string dir = testing::TempDir() + "conformance-pcaps-" + std::to_string(getpid());
+  std::string error;
+  ASSERT_TRUE(mc::write_failure_pcaps(run, dir, &error)) << error;
+  for (const auto& r : run.results) {
+    if (r.passed) {
+      EXPECT_TRUE(r.pcap.empty());
+      continue;
+    }
+    EXPECT_EQ(r.pcap, dir + "/" + r.info->id + ".pcapng");
+    std::ifstream in(r.pcap, std::ios::binary);
+    std::vector<uint8_t> head(4);
+    in.read(reinterpret_cast<char*>(head.data()), 4);
+    EXPECT_EQ(head, (std::vector<uint8_t>{0x0A, 0x0D, 0x0D, 0x0A})) << "a pcapng section header";
+    EXPECT_GT(std::filesystem::file_size(r.pcap), 28u * r.frames.size()) << "every frame written";
+    EXPECT_FALSE(r.frames.empty());
+  }
+  EXPECT_NE(mc::render_junit(run).find("pcap: " + dir + "/nak.bad-key.pcapng"), std::string::npos);
+  std::filesystem::remove_all(dir);
   const std::string table = mc::render_table(run);
   EXPECT_NE(table.find("nak.bad-key"), std::string::npos);
   EXPECT_NE(table.find("FAIL"), std::string::npos);

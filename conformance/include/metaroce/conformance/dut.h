@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::conformance {
@@ -107,6 +108,16 @@ class Dut {
   // The next UDP payload the DUT sent to the suite, or nullopt when none
   // arrives within `timeout`.
   virtual std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) = 0;
+
+  // Addresses and ports from the suite to the DUT, to frame the packets of a
+  // case in its pcap (the reverse flow for the DUT's packets).
+  virtual wire::UdpFlow flow_to_dut() const {
+    wire::UdpFlow f;
+    f.src_ip = 0x0A000001;  // 10.0.0.1 -> 10.0.0.2: a DUT without real addresses
+    f.dst_ip = 0x0A000002;
+    f.src_port = f.dst_port = wire::kDefaultUdpPort;
+    return f;
+  }
 };
 
 }  // namespace metaroce::conformance

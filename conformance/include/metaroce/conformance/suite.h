@@ -41,12 +41,23 @@ const std::vector<CaseInfo>& catalogue();
 std::vector<const CaseInfo*> select_cases(std::string_view patterns, std::string_view flag, std::string* error);
 bool glob_match(std::string_view pattern, std::string_view text);
 
+// One packet of a case as it crossed the wire (a UDP payload), for its pcap.
+struct CaseFrame {
+  uint64_t time_ns = 0;  // wall clock (Unix epoch)
+  bool from_dut = false;
+  wire::Ecn ecn = wire::Ecn::kNotEct;
+  std::vector<uint8_t> packet;
+  std::string comment;   // "sent: ..." / "seen: ..."
+};
+
 struct CaseResult {
   const CaseInfo* info = nullptr;
   bool passed = false;
   std::string failure;            // expected vs seen, "" when passed
   std::vector<std::string> sent;  // packets and control calls, one line each
   std::vector<std::string> seen;  // the DUT's packets and answers, one line each
+  std::vector<CaseFrame> frames;  // every packet sent and seen, in order
+  std::string pcap;               // file the frames were written to ("" = none)
   double seconds = 0;
 };
 
