@@ -390,6 +390,31 @@ void atomic_replay_once(CaseContext& ctx) {
   ctx.expect(v.ok, "the counter at 2 after two FETCH_ADDs", "Peer.Verify: " + v.detail);
 }
 
+void atomic_compare_swap(CaseContext& ctx) {
+  const DutConnection& c = ctx.open();
+  ctx.acknowledge_dut_data();
+  // On the stream's counter (0): swap 0 -> 5 (compare matches), then 0 -> 7
+  // (compare fails: nothing written), then FETCH_ADD +1 reads what is there.
+  auto cas = [&](uint32_t msg, uint64_t compare, uint64_t swap, uint32_t seq) {
+    Outgoing o = ctx.fetch_add(c, 0, msg, swap, 0, seq, 0);
+    o.op = mw::Opcode::kCmpSwap;
+    o.compare = compare;
+    return o;
+  };
+  ctx.send(cas(0, 0, 5, 0));
+  const Answer& first = await_atomic_response(ctx, 0, 0, "CMP_SWAP compare 0 swap 5");
+  ctx.expect(first.view.ext.atomic_resp.original.get() == 0, "original 0", describe_packet(*first.bytes));
+  ctx.send(cas(1, 0, 7, 1));
+  const Answer& second = await_atomic_response(ctx, 0, 1, "CMP_SWAP compare 0 swap 7");
+  ctx.expect(second.view.ext.atomic_resp.original.get() == 5, "original 5 (the first swap wrote 5, §5.4)",
+             describe_packet(*second.bytes));
+  ctx.send(ctx.fetch_add(c, 0, 2, 1, 0, 2, 0));
+  const Answer& third = await_atomic_response(ctx, 0, 2, "FETCH_ADD +1 after the failed compare");
+  ctx.expect(third.view.ext.atomic_resp.original.get() == 5,
+             "original 5 (CMP_SWAP writes only when the value equals compare, §5.4)", describe_packet(*third.bytes));
+  ctx.expect_no_nak("for atomics on an aligned counter with the remote-atomic right");
+}
+
 // ---------------------------------------------------------------- READ
 
 void read_back_later_chunks(CaseContext& ctx) {
@@ -525,6 +550,9 @@ const std::vector<CaseInfo>& catalogue() {
        "the suite ACKs the DUT's responses",
        "ATOMIC_RESP original 0 for message 0 (every copy), 1 for message 1; no NAK; Peer.Verify: the counter at 2",
        atomic_replay_once},
+      {"atomic.compare-swap", "§5.4, §5.5", "CMP_SWAP writes only when the target equals compare",
+       "CMP_SWAP compare 0 swap 5, CMP_SWAP compare 0 swap 7, FETCH_ADD +1, on a counter at 0",
+       "ATOMIC_RESP originals 0, 5 and 5; no NAK", atomic_compare_swap},
       {"read.after-write", "§5.3, §11.1, §11.12", "a READ returns what a WRITE placed, later chunks included",
        "a 3-chunk WRITE (chunks 1-2 unlike the region's fill) sent last chunk first, then a READ_REQ of its 768 bytes "
        "on the same stream; the suite ACKs the DUT's responses",

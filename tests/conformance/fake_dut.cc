@@ -149,7 +149,7 @@ void FakeDut::on_packet(Conn& c, const mw::PacketView& v, bool ce) {
   p.echo = v.common.tx_ts.get();
   p.stream = v.common.stream_id.get();
   if (v.opcode == mw::Opcode::kWrite || v.opcode == mw::Opcode::kWriteImm) on_write(c, v);
-  if (v.opcode == mw::Opcode::kFetchAdd) on_atomic(c, v);
+  if (v.opcode == mw::Opcode::kFetchAdd || v.opcode == mw::Opcode::kCmpSwap) on_atomic(c, v);
   if (v.opcode == mw::Opcode::kReadReq) on_read(c, v);
   ack(c, path);  // every packet: the fake acknowledges at once
 }
@@ -227,7 +227,10 @@ void FakeDut::on_atomic(Conn& c, const mw::PacketView& v) {
     return nak(c.request.tool_id, c.dut_id, v, static_cast<mw::NakCode>(code));
   }
   const uint64_t original = load_u64(target);
-  const uint64_t updated = original + v.ext.atomic.operand.get();
+  const bool cas = v.opcode == mw::Opcode::kCmpSwap;
+  const uint64_t updated = !cas ? original + v.ext.atomic.operand.get()
+                           : (original == v.ext.atomic.compare.get() || bugs_.swap_without_compare) ? v.ext.atomic.operand.get()
+                                                                                                     : original;
   std::memcpy(target, &updated, 8);
   if (!duplicate) {
     s.msgs[mseq].complete = true;

@@ -35,6 +35,7 @@ struct Bugs {
   bool replay_atomics = false;         // a repeated atomic request is executed (and answered) again
   bool complete_in_arrival_order = false;  // a WRITE_IMM completes when its bytes are in, not in msg_seq order
   bool place_first_chunk_only = false; // later chunks of a message are acknowledged and counted, not placed
+  bool swap_without_compare = false;   // CMP_SWAP always writes its swap value
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
