@@ -45,6 +45,8 @@ int cmd_conformance_run(Invocation& inv, const ConformanceFlags& f) {
   const std::int64_t timeout_ns = parse_duration_ns("--answer-timeout", f.answer_timeout);
   if (timeout_ns < 10'000'000 || timeout_ns > 60'000'000'000)
     throw UsageError(fmt::format("--answer-timeout: allowed range [10ms, 60s] (got {})", f.answer_timeout));
+  // normalize_server_address names --server in its errors; this flag is --target.
+  if (f.target.empty()) throw UsageError("--target: empty address (allowed: unix:///path, unix:path or host:port)");
   const std::string target = normalize_server_address(f.target);
   std::unique_ptr<Client> client = inv.client_for(target);
   mc::GrpcDutOptions o;

@@ -143,6 +143,10 @@ TEST(ConformanceLive, SelectedCasesJsonOutputAndClearUsageErrors) {
   EXPECT_NE(r.err.find("--target unix://" + dut.file("nobody.sock").string() + ": Daemon.GetInfo: UNAVAILABLE"),
             std::string::npos)
       << r.err;
+  r = dut.ctl({"conformance", "run", "--target", ""});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--target: empty address (allowed: unix:///path, unix:path or host:port)"), std::string::npos)
+      << r.err;
   r = dut.ctl({"conformance", "run", "--target", dut.address(), "--local-ip", "127.0.0.1"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--local-ip: must differ from the DUT's endpoint address 127.0.0.1"), std::string::npos) << r.err;
