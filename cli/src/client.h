@@ -81,6 +81,8 @@ class Client {
   Client(std::string address, const ClientOptions& options);
 
   const std::string& address() const { return address_; }
+  // For code that makes its own stubs (the conformance suite's DUT access).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   metaroce::v1::Daemon::Stub& daemon() { return *daemon_; }
   metaroce::v1::Connections::Stub& connections() { return *connections_; }
   metaroce::v1::Memory::Stub& memory() { return *memory_; }

@@ -153,5 +153,6 @@ void add_fabric_commands(CLI::App& app, Context& ctx);      // fabric
 void add_traffic_commands(CLI::App& app, Context& ctx);     // traffic
 void add_scenario_commands(CLI::App& app, Context& ctx);    // scenario, sweep
 void add_capture_commands(CLI::App& app, Context& ctx);     // capture
+void add_conformance_commands(CLI::App& app, Context& ctx);  // conformance
 
 }  // namespace metarocectl

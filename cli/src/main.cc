@@ -76,6 +76,7 @@ int run(int argc, char** argv) {
   add_traffic_commands(app, ctx);
   add_scenario_commands(app, ctx);
   add_capture_commands(app, ctx);
+  add_conformance_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,307 @@
+// GrpcDut: a metaroce.v1 daemon as the device under test (see grpc_dut.h).
+#include "metaroce/conformance/grpc_dut.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "metaroce/v1/connection.grpc.pb.h"
+#include "metaroce/v1/daemon.grpc.pb.h"
+#include "metaroce/wire/udp_frame.h"
+
+namespace metaroce::conformance {
+namespace {
+
+namespace v1 = metaroce::v1;
+
+constexpr uint32_t kDutBaseSrcPort = 49152;
+
+std::string ip_text(uint32_t ip) {
+  in_addr a{htonl(ip)};
+  char buf[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
+}
+
+std::string status_text(const std::string& rpc, const grpc::Status& s) {
+  static const char* const kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
+                                       "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  const int code = static_cast<int>(s.error_code());
+  const char* name = code >= 0 && code <= 16 ? kNames[code] : "?";
+  return rpc + ": " + name + ": " + s.error_message();
+}
+
+class GrpcDut final : public Dut {
+ public:
+  GrpcDut(const GrpcDutOptions& o)
+      : options_(o),
+        daemon_(v1::Daemon::NewStub(o.channel)),
+        peer_(v1::Peer::NewStub(o.channel)),
+        memory_(v1::Memory::NewStub(o.channel)) {}
+  ~GrpcDut() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void start() {
+    v1::DaemonInfo info;
+    call("Daemon.GetInfo", [&](grpc::ClientContext* c) { return daemon_->GetInfo(c, v1::GetInfoRequest(), &info); });
+    name_ = info.name();
+    const auto ep = wire::parse_ipv4(info.endpoint_address().c_str());
+    if (!ep || info.endpoint_udp_port() == 0)
+      throw DutSetupError("--target: the daemon '" + info.name() + "' has no transport endpoint (role " +
+                     v1::Role_Name(info.role()) + "); the suite needs an endpoint to send packets to");
+    dut_ip_ = *ep;
+    dut_port_ = static_cast<uint16_t>(info.endpoint_udp_port());
+    local_ip_ = choose_local_ip();
+    open_socket();
+  }
+
+  std::string describe() const override {
+    return "metaroced '" + name_ + "' at " + options_.target + ", endpoint " + ip_text(dut_ip_) + ":" +
+           std::to_string(dut_port_) + " (suite at " + ip_text(local_ip_) + ":" + std::to_string(local_port_) + ")";
+  }
+
+  DutConnection open(const ConnectionRequest& r) override {
+    v1::AcceptRequest req;
+    req.set_requester_name("metaroce-conformance");
+    req.set_requester_endpoint(ip_text(local_ip_));
+    const wire::MacAddr mac = {0x02, 0x00, static_cast<uint8_t>(local_ip_ >> 24), static_cast<uint8_t>(local_ip_ >> 16),
+                               static_cast<uint8_t>(local_ip_ >> 8), static_cast<uint8_t>(local_ip_)};
+    char mac_text[18];
+    std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4],
+                  mac[5]);
+    req.set_requester_mac(mac_text);
+    req.set_requester_udp_port(local_port_);
+    req.set_requester_id(r.tool_id);
+    req.set_seed(r.seed);
+    req.set_recv_message_bytes(r.recv_message_bytes);
+    req.set_requester_planes(1);
+    v1::ConnectionParams& p = *req.mutable_params();
+    p.set_transport(v1::TRANSPORT_METAROCE);
+    p.set_paths(r.paths);
+    p.set_streams(r.streams);
+    p.set_queue_depth(r.queue_depth);
+    p.set_mtu_payload_bytes(r.mtu_payload);
+    p.set_max_message_bytes(r.max_message_bytes);
+    // The DUT's own source ports for its responses (ECMP entropy): the same
+    // for every connection the suite opens. metaroced's UDP datapath opens a
+    // socket per source port it sends from, never closes one, and drops what
+    // it cannot send after 256 (UdpPortInfo::tx_no_socket); ports derived per
+    // connection would use them up after about 128 runs of the suite.
+    p.set_base_src_port(kDutBaseSrcPort);
+    v1::AcceptResponse resp;
+    call("Peer.Accept", [&](grpc::ClientContext* c) { return peer_->Accept(c, req, &resp); });
+    DutConnection out;
+    out.dut_id = resp.responder_id();
+    out.tool_id = r.tool_id;
+    out.remote_addr = resp.remote_addr();
+    out.rkey = resp.rkey();
+    out.remote_length = resp.remote_length_bytes();
+    out.request = r;
+    const auto ip = wire::parse_ipv4(resp.responder_endpoint().c_str());
+    if (!ip || *ip != dut_ip_ || resp.responder_udp_port() != dut_port_) {
+      close(out);
+      throw DutError("Peer.Accept: the DUT answered endpoint " + resp.responder_endpoint() + ":" +
+                     std::to_string(resp.responder_udp_port()) + ", Daemon.GetInfo said " + ip_text(dut_ip_) + ":" +
+                     std::to_string(dut_port_));
+    }
+    return out;
+  }
+
+  void close(const DutConnection& c) override {
+    v1::ReleaseRequest req;
+    req.set_responder_id(c.dut_id);
+    v1::ReleaseResponse resp;
+    grpc::ClientContext ctx;
+    options_.prepare(ctx);
+    (void)peer_->Release(&ctx, req, &resp);  // best effort: the DUT also expires half-open connections
+  }
+
+  VerifyOutcome verify(const DutConnection& c, const std::string& operation, uint32_t message_bytes,
+                       const std::vector<uint64_t>& stream_end) override {
+    v1::VerifyRequest req;
+    req.set_responder_id(c.dut_id);
+    req.set_operation(operation);
+    v1::VerifyPhase& ph = *req.add_phases();
+    ph.set_message_bytes(message_bytes);
+    for (uint64_t e : stream_end) ph.add_stream_end(e);
+    v1::VerifyResponse resp;
+    call("Peer.Verify", [&](grpc::ClientContext* ctx) { return peer_->Verify(ctx, req, &resp); });
+    VerifyOutcome v;
+    v.ok = resp.ok();
+    v.checked_bytes = resp.checked_bytes();
+    v.mismatches = resp.mismatches();
+    v.received_messages = resp.received_messages();
+    v.detail = resp.detail();
+    return v;
+  }
+
+  DutRegion register_region(uint64_t length, const std::vector<std::string>& access) override {
+    v1::RegisterRegionRequest req;
+    req.set_length_bytes(length);
+    for (const auto& a : access) req.add_access(a);
+    v1::RegionInfo info;
+    call("Memory.Register", [&](grpc::ClientContext* c) { return memory_->Register(c, req, &info); });
+    return DutRegion{info.key(), info.addr(), info.length_bytes()};
+  }
+
+  void deregister_region(uint32_t key) override {
+    v1::DeregisterRegionRequest req;
+    req.set_key(key);
+    v1::DeregisterRegionResponse resp;
+    grpc::ClientContext ctx;
+    options_.prepare(ctx);
+    (void)memory_->Deregister(&ctx, req, &resp);
+  }
+
+  double inbound_capacity_bps() override {
+    v1::DaemonConfig cfg;
+    call("Daemon.GetConfig", [&](grpc::ClientContext* c) { return daemon_->GetConfig(c, v1::GetConfigRequest(), &cfg); });
+    const auto j = nlohmann::json::parse(cfg.json(), nullptr, false);
+    if (j.is_discarded() || !j.contains("endpoint") || !j["endpoint"].contains("inbound_capacity_bps") ||
+        !j["endpoint"]["inbound_capacity_bps"].is_number())
+      throw DutError("Daemon.GetConfig: no number at endpoint.inbound_capacity_bps in the effective configuration");
+    return j["endpoint"]["inbound_capacity_bps"].get<double>();
+  }
+
+  void send(std::span<const uint8_t> packet, wire::Ecn ecn) override {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(dut_ip_);
+    to.sin_port = htons(dut_port_);
+    iovec iov{const_cast<uint8_t*>(packet.data()), packet.size()};
+    // The ECN codepoint per packet, as an IP_TOS control message.
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_name = &to;
+    msg.msg_namelen = sizeof to;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = IPPROTO_IP;
+    cm->cmsg_type = IP_TOS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    const int tos = static_cast<int>(ecn);
+    std::memcpy(CMSG_DATA(cm), &tos, sizeof tos);
+    if (sendmsg(fd_, &msg, 0) != static_cast<ssize_t>(packet.size()))
+      throw DutError("sending to " + ip_text(dut_ip_) + ":" + std::to_string(dut_port_) + " failed: " +
+                     std::strerror(errno));
+  }
+
+  wire::UdpFlow flow_to_dut() const override {
+    wire::UdpFlow f;
+    f.src_ip = local_ip_;
+    f.dst_ip = dut_ip_;
+    f.src_port = local_port_;
+    f.dst_port = dut_port_;
+    f.src_mac = {0x02, 0x00, static_cast<uint8_t>(local_ip_ >> 24), static_cast<uint8_t>(local_ip_ >> 16),
+                 static_cast<uint8_t>(local_ip_ >> 8), static_cast<uint8_t>(local_ip_)};
+    f.dst_mac = {0x02, 0x00, static_cast<uint8_t>(dut_ip_ >> 24), static_cast<uint8_t>(dut_ip_ >> 16),
+                 static_cast<uint8_t>(dut_ip_ >> 8), static_cast<uint8_t>(dut_ip_)};
+    return f;
+  }
+
+  std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) override {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      const int n = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (n <= 0) return std::nullopt;
+      std::vector<uint8_t> buf(wire::kMaxFrameBytes);
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      const ssize_t got = recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (got < 0) continue;
+      if (ntohl(from.sin_addr.s_addr) != dut_ip_) continue;  // only the DUT's endpoint speaks to the suite
+      buf.resize(static_cast<size_t>(got));
+      return buf;
+    }
+  }
+
+ private:
+  template <typename Invoke>
+  void call(const std::string& rpc, Invoke&& invoke) {
+    grpc::ClientContext ctx;
+    options_.prepare(ctx);
+    const grpc::Status s = invoke(&ctx);
+    if (!s.ok()) throw DutError(status_text(rpc, s));
+  }
+
+  uint32_t choose_local_ip() const {
+    if (!options_.local_ip.empty()) {
+      const auto ip = wire::parse_ipv4(options_.local_ip.c_str());
+      if (!ip) throw DutSetupError("--local-ip: must be an IPv4 address (got '" + options_.local_ip.substr(0, 64) + "')");
+      if (*ip == dut_ip_)
+        throw DutSetupError("--local-ip: must differ from the DUT's endpoint address " + ip_text(dut_ip_) +
+                       " (the DUT answers from a socket on its own address and the suite's source port)");
+      return *ip;
+    }
+    if ((dut_ip_ >> 24) == 127) return dut_ip_ ^ 0x3;  // 127.0.0.1 <-> 127.0.0.2: both on lo
+    // The address the kernel would send to the DUT from.
+    const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(dut_ip_);
+    to.sin_port = htons(dut_port_);
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    const bool ok = s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+                    getsockname(s, reinterpret_cast<sockaddr*>(&me), &len) == 0;
+    if (s >= 0) ::close(s);
+    if (!ok) throw DutSetupError("--local-ip: no route to the DUT's endpoint " + ip_text(dut_ip_) + "; give --local-ip");
+    const uint32_t ip = ntohl(me.sin_addr.s_addr);
+    if (ip == dut_ip_)
+      throw DutSetupError("--local-ip: the DUT's endpoint " + ip_text(dut_ip_) +
+                     " is this host's own address; give the suite another address of this host with --local-ip");
+    return ip;
+  }
+
+  void open_socket() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) throw DutError(std::string("socket() failed: ") + std::strerror(errno));
+    // §1.2: both ends of a connection use the same MetaRoCE port; an
+    // endpoint answers a packet for a connection it does not have at the
+    // sender's address and its own port (it knows no other).
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    me.sin_addr.s_addr = htonl(local_ip_);
+    me.sin_port = htons(dut_port_);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0)
+      throw DutSetupError("--local-ip: binding " + ip_text(local_ip_) + ":" + std::to_string(dut_port_) +
+                          " failed: " + std::strerror(errno) +
+                          " (the suite sends and listens on the DUT's MetaRoCE port, §1.2)");
+    local_port_ = dut_port_;
+  }
+
+  GrpcDutOptions options_;
+  std::unique_ptr<v1::Daemon::Stub> daemon_;
+  std::unique_ptr<v1::Peer::Stub> peer_;
+  std::unique_ptr<v1::Memory::Stub> memory_;
+  std::string name_;
+  uint32_t dut_ip_ = 0, local_ip_ = 0;
+  uint16_t dut_port_ = 0, local_port_ = 0;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Dut> connect_grpc_dut(const GrpcDutOptions& options) {
+  auto dut = std::make_unique<GrpcDut>(options);
+  dut->start();
+  return dut;
+}
+
+}  // namespace metaroce::conformance
