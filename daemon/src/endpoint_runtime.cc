@@ -148,7 +148,11 @@ void EndpointRuntime::remove_driver(TrafficDriver* d) {
 }
 
 void EndpointRuntime::on_iteration(transport::Nanos now) {
-  channel_.drain(now);
+  // Completions before commands: a command that reads what the completions
+  // count (Peer.Verify) must see every completion the engine has made, e.g. a
+  // WRITE_IMM whose watermark ACK already left (found by the conformance suite).
+  // A command that creates a connection and its responder runs before any
+  // completion of that connection can exist.
   size_t n;
   while ((n = endpoint_->poll_completions(completions_)) > 0) {
     for (size_t i = 0; i < n; ++i) {
@@ -164,6 +168,7 @@ void EndpointRuntime::on_iteration(transport::Nanos now) {
         }
     }
   }
+  channel_.drain(now);
   for (TrafficDriver* d : drivers_) d->pump(now);
 }
 
