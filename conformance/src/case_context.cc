@@ -15,13 +15,6 @@ namespace {
 
 namespace mw = metaroce::wire;
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -153,17 +146,24 @@ bool CaseContext::owns_tool_id(uint32_t id) const {
   return std::any_of(conns_.begin(), conns_.end(), [&](const auto& c) { return c->tool_id == id; });
 }
 
-Outgoing CaseContext::probe(const DutConnection& c, uint8_t path, uint32_t seq, uint32_t floor, uint16_t stream) const {
+// The common header's fields (§4.1) on connection c: every template starts here.
+Outgoing CaseContext::header(const DutConnection& c, mw::Opcode op, uint8_t flags, uint16_t stream, uint32_t msg_seq,
+                             uint8_t path, uint32_t seq, uint32_t floor) {
   Outgoing o;
-  o.op = mw::Opcode::kProbe;
-  o.flags = mw::kFlagAckReq;  // §4.1: set on every PROBE
+  o.op = op;
+  o.flags = flags;
   o.path = path;
   o.dst_conn = c.dut_id;
   o.src_conn = c.tool_id;
   o.stream = stream;
   o.seq = seq;
   o.floor = floor;
+  o.msg_seq = msg_seq;
   return o;
+}
+
+Outgoing CaseContext::probe(const DutConnection& c, uint8_t path, uint32_t seq, uint32_t floor, uint16_t stream) const {
+  return header(c, mw::Opcode::kProbe, mw::kFlagAckReq /* §4.1: set on every PROBE */, stream, 0, path, seq, floor);
 }
 
 Outgoing CaseContext::write_chunk(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint32_t len,
@@ -172,17 +172,10 @@ Outgoing CaseContext::write_chunk(const DutConnection& c, uint16_t stream, uint3
   const uint32_t off = chunk * r.mtu_payload;
   const uint32_t plen = std::min(r.mtu_payload, len - off);
   const uint64_t slot = uint64_t{stream} * slots_per_stream(r) + msg_seq % slots_per_stream(r);
-  Outgoing o;
-  o.op = mw::Opcode::kWrite;
-  o.flags = static_cast<uint8_t>((off == 0 ? mw::kFlagFirst : 0) |
-                                 (off + plen == len ? mw::kFlagLast | mw::kFlagAckReq : 0));
-  o.path = path;
-  o.dst_conn = c.dut_id;
-  o.src_conn = c.tool_id;
-  o.stream = stream;
-  o.seq = seq;
-  o.floor = floor;
-  o.msg_seq = msg_seq;
+  Outgoing o = header(c, mw::Opcode::kWrite,
+                      static_cast<uint8_t>((off == 0 ? mw::kFlagFirst : 0) |
+                                           (off + plen == len ? mw::kFlagLast | mw::kFlagAckReq : 0)),
+                      stream, msg_seq, path, seq, floor);
   o.msg_offset = off;
   o.msg_len = len;
   o.remote_addr = c.remote_addr + slot * slot_bytes(r) + off;
@@ -199,16 +192,7 @@ Outgoing CaseContext::write_chunk(const DutConnection& c, uint16_t stream, uint3
 Outgoing CaseContext::fetch_add(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addend,
                                 uint8_t path, uint32_t seq, uint32_t floor) const {
   const ConnectionRequest& r = c.request;
-  Outgoing o;
-  o.op = mw::Opcode::kFetchAdd;
-  o.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
-  o.path = path;
-  o.dst_conn = c.dut_id;
-  o.src_conn = c.tool_id;
-  o.stream = stream;
-  o.seq = seq;
-  o.floor = floor;
-  o.msg_seq = msg_seq;
+  Outgoing o = header(c, mw::Opcode::kFetchAdd, kOnePacketMessage, stream, msg_seq, path, seq, floor);
   o.remote_addr = c.remote_addr + uint64_t{r.streams} * slots_per_stream(r) * slot_bytes(r) + 8ull * stream;
   o.rkey = c.rkey;
   o.operand = addend;
@@ -217,16 +201,7 @@ Outgoing CaseContext::fetch_add(const DutConnection& c, uint16_t stream, uint32_
 
 Outgoing CaseContext::read_request(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addr,
                                    uint32_t length, uint8_t path, uint32_t seq, uint32_t floor) const {
-  Outgoing o;
-  o.op = mw::Opcode::kReadReq;
-  o.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
-  o.path = path;
-  o.dst_conn = c.dut_id;
-  o.src_conn = c.tool_id;
-  o.stream = stream;
-  o.seq = seq;
-  o.floor = floor;
-  o.msg_seq = msg_seq;
+  Outgoing o = header(c, mw::Opcode::kReadReq, kOnePacketMessage, stream, msg_seq, path, seq, floor);
   o.remote_addr = addr;
   o.rkey = c.rkey;
   o.read_length = length;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -18,6 +19,17 @@
 #include "metaroce/wire/metaroce.h"
 
 namespace metaroce::conformance {
+
+// printf-style text for expectations and packet descriptions (bounded).
+template <typename... Args>
+std::string format(const char* fmt, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+// The flags of a message carried in one packet that asks to be acknowledged.
+inline constexpr uint8_t kOnePacketMessage = wire::kFlagAckReq | wire::kFlagFirst | wire::kFlagLast;
 
 // Thrown by a failed check: the case stops and fails with this message.
 class CaseFailure : public std::runtime_error {
@@ -135,6 +147,8 @@ class CaseContext {
   void note_seen(std::string line) { result_.seen.push_back(std::move(line)); }
 
  private:
+  static Outgoing header(const DutConnection& c, wire::Opcode op, uint8_t flags, uint16_t stream, uint32_t msg_seq,
+                         uint8_t path, uint32_t seq, uint32_t floor);
   void record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment);
   void check_well_formed(const Answer& a);
   void acknowledge(const Answer& a);

@@ -18,13 +18,6 @@ namespace {
 
 namespace mw = metaroce::wire;
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
 constexpr uint32_t kChunk = 256;  // ConnectionRequest::mtu_payload default
 
 // The NAK header and extension of §8 for a refused WRITE.
