@@ -95,9 +95,10 @@ class GrpcDut final : public Dut {
     p.set_max_message_bytes(r.max_message_bytes);
     // The DUT's own source ports for its responses (ECMP entropy): the same
     // for every connection the suite opens. metaroced's UDP datapath opens a
-    // socket per source port it sends from, never closes one, and drops what
-    // it cannot send after 256 (UdpPortInfo::tx_no_socket); ports derived per
-    // connection would use them up after about 128 runs of the suite.
+    // socket per source port it sends from and never closes one; past 256 it
+    // sends from its main socket (UdpPortInfo::tx_entropy_fallback), so ports
+    // derived per connection would, after about 128 runs of the suite, change
+    // the source ports the cases see.
     p.set_base_src_port(kDutBaseSrcPort);
     v1::AcceptResponse resp;
     call("Peer.Accept", [&](grpc::ClientContext* c) { return peer_->Accept(c, req, &resp); });

@@ -107,6 +107,15 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
     if (ep->snapshot_ports(&ports))
       for (const auto& p : ports) {
         add_port(p.name, "endpoint", p.stats);
+        if (p.udp) {
+          const std::vector<std::pair<std::string, std::string>> l = {{"port", p.name}, {"use", "endpoint"}};
+          add("port_udp_entropy_fallback_total", l, p.udp->tx_entropy_fallback,
+              "Frames the udp datapath sent from its main socket: no socket for their source port (entropy lost)");
+          for (const auto& [reason, n] : {std::pair{"not_udp", p.udp->tx_not_udp}, std::pair{"oversize", p.udp->tx_oversize},
+                                         std::pair{"send_error", p.udp->tx_send_errors}})
+            add("port_tx_dropped_total", {{"port", p.name}, {"use", "endpoint"}, {"reason", reason}}, n,
+                "Frames a port dropped on transmit, by reason");
+        }
       }
     transport::EndpointCounters c;
     datapath::WorkerStats w;

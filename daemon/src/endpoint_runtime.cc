@@ -182,6 +182,7 @@ bool EndpointRuntime::snapshot_ports(std::vector<PortSnapshot>* out) {
       (*snap)[p].interface = config_.interfaces[p];
       (*snap)[p].plane = static_cast<uint32_t>(p);
       (*snap)[p].stats = ports_[p]->stats();
+      (*snap)[p].udp = datapath::udp_port_info(*ports_[p]);
     }
   });
   if (ok) *out = *snap;

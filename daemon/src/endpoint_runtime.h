@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 
 #include "metaroce/daemon/config.h"
 #include "metaroce/daemon/traffic.h"
+#include "metaroce/datapath/memory_port.h"
 #include "metaroce/datapath/port.h"
 #include "metaroce/datapath/worker.h"
 #include "metaroce/transport/endpoint.h"
@@ -26,6 +28,7 @@ struct PortSnapshot {
   std::string name, kind, interface;
   uint32_t plane = 0;
   datapath::PortStats stats;
+  std::optional<datapath::UdpPortInfo> udp;  // the udp datapath's own counters
 };
 
 class EndpointRuntime {

@@ -13,9 +13,12 @@
 //     seen: that one frame costs a socket()+bind()+epoll_ctl() (kernel-side
 //     allocation; the userspace tables are preallocated at open). At most
 //     kUdpMaxSourcePorts are opened; frames for further ports, or for a port
-//     whose bind failed (e.g. in use by another process; not retried), are
-//     dropped and counted (UdpPortInfo::tx_no_socket). The frame's MACs, IP
-//     TTL and source IP are not used: the kernel sends from local_ip.
+//     whose bind failed (e.g. in use by another process; not retried), leave
+//     from the main socket: the path loses its entropy, not the frame, and
+//     each such frame is counted (UdpPortInfo::tx_entropy_fallback). Sockets
+//     are never closed while the port is open, so a long-running daemon with
+//     many connections reaches the cap. The frame's MACs, IP TTL and source
+//     IP are not used: the kernel sends from local_ip.
 // rx: the main socket (local_ip:local_port) and every entropy socket (peers
 //     may reply to a path's source port) are read with recvmmsg() into
 //     preallocated frame buffers, payload first at offset 42, then the
@@ -198,10 +201,10 @@ class UdpPort final : public Port {
         ++info_.tx_not_udp;
         continue;
       }
-      const int16_t sock = socket_for(view->flow.src_port);
+      int16_t sock = socket_for(view->flow.src_port);
       if (sock < 0) {
-        ++info_.tx_no_socket;
-        continue;
+        ++info_.tx_entropy_fallback;
+        sock = 0;  // the main socket
       }
       const uint64_t idx = tx_head_ % tx_capacity_;
       TxSlot& slot = tx_slots_[idx];

@@ -649,6 +649,9 @@ TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   ASSERT_TRUE(ready) << slurp((dir / "a.log").string()) << slurp((dir / "b.log").string());
   EXPECT_EQ(gauge("b", "memory_budget_bytes"), 48.0 * (1 << 20));
   EXPECT_EQ(gauge("b", "memory_reserved_bytes"), 0.0);
+  // The udp datapath's own counters are exported (-1: missing).
+  EXPECT_EQ(gauge("b", "port_udp_entropy_fallback_total"), 0.0);
+  EXPECT_EQ(gauge("b", "port_tx_dropped_total"), 0.0);
 
   // A 40 MiB region fits; a connection (a 32 MiB target region at the defaults) then does not.
   const Ctl reg = ctl("b", {"-o", "json", "memory", "register", "--length", "40M"});

@@ -100,7 +100,8 @@ struct UdpPortInfo {
   uint32_t source_sockets = 0;    // entropy sockets open (source ports other than local_port)
   uint64_t tx_not_udp = 0;        // frames tx_burst() took that were not Eth/IPv4/UDP: dropped
   uint64_t tx_oversize = 0;       // frames tx_burst() took that were larger than frame_size: dropped
-  uint64_t tx_no_socket = 0;      // frames dropped: their source port had no socket (cap reached, bind failed)
+  uint64_t tx_entropy_fallback = 0;  // frames sent from the main socket: their source port had no socket of
+                                     // its own (cap reached, bind failed); the path's entropy is lost, not the frame
   uint64_t tx_send_errors = 0;    // frames dropped: sendmmsg failed with something other than EAGAIN
   uint64_t tx_would_block = 0;    // flushes that stopped because a socket buffer was full (frames stay queued)
   uint64_t rx_not_ipv4 = 0;       // datagrams without IP_PKTINFO or with a non-IPv4 source: dropped
