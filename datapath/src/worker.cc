@@ -36,25 +36,34 @@ void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
     nanosleep(&ts, nullptr);
   }
 }
-// The calling thread's run-queue wait so far (ns), read from an fd opened on
-// that thread: pread on /proc schedstat regenerates it, one syscall a read.
-// -1 where the kernel does not provide it.
-class RunDelayClock {
+// /proc/thread-self/schedstat of the thread that constructs it, read with
+// pread (which regenerates the file: one syscall a read). The one reader of
+// that file: for snapshots (sample_schedule) and around every block.
+class ThreadSchedstat {
  public:
-  RunDelayClock() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
-  ~RunDelayClock() {
+  ThreadSchedstat() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~ThreadSchedstat() {
     if (fd_ >= 0) ::close(fd_);
   }
-  RunDelayClock(const RunDelayClock&) = delete;
-  RunDelayClock& operator=(const RunDelayClock&) = delete;
-  Nanos read() const {
-    if (fd_ < 0) return -1;
+  ThreadSchedstat(const ThreadSchedstat&) = delete;
+  ThreadSchedstat& operator=(const ThreadSchedstat&) = delete;
+  // "<cpu ns> <run-queue wait ns> <timeslices>"; false where the kernel does not provide it.
+  bool read(Nanos* cpu_ns, Nanos* run_delay_ns) const {
+    if (fd_ < 0) return false;
     char buf[96];
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-    if (n <= 0) return -1;
+    if (n <= 0) return false;
     buf[n] = 0;
-    long long cpu = 0, wait = 0;  // "<cpu ns> <run-queue wait ns> <timeslices>"
-    return std::sscanf(buf, "%lld %lld", &cpu, &wait) == 2 ? static_cast<Nanos>(wait) : -1;
+    long long cpu = 0, wait = 0;
+    if (std::sscanf(buf, "%lld %lld", &cpu, &wait) != 2) return false;
+    *cpu_ns = cpu;
+    *run_delay_ns = wait;
+    return true;
+  }
+  // The thread's run-queue wait so far, ns; -1 where not provided.
+  Nanos run_delay() const {
+    Nanos cpu = 0, wait = 0;
+    return read(&cpu, &wait) ? wait : -1;
   }
 
  private:
@@ -69,14 +78,10 @@ void tighten_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
 
 void sample_schedule(WorkerStats& stats) {
   stats.sampled_ns = monotonic_ns();
-  // "<cpu ns> <run-queue wait ns> <timeslices>"
-  if (FILE* f = std::fopen("/proc/thread-self/schedstat", "r")) {
-    long long cpu = 0, wait = 0;
-    if (std::fscanf(f, "%lld %lld", &cpu, &wait) == 2) {
-      stats.cpu_ns = cpu;
-      stats.run_delay_ns = wait;
-    }
-    std::fclose(f);
+  Nanos cpu = 0, wait = 0;
+  if (ThreadSchedstat().read(&cpu, &wait)) {
+    stats.cpu_ns = cpu;
+    stats.run_delay_ns = wait;
   }
 }
 
@@ -415,7 +420,7 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
   for (PolledLoop* l : loops)
     for (Port* p : l->wait_ports()) ports.push_back(p);
   tighten_timer_slack();
-  const RunDelayClock run_delay;
+  const ThreadSchedstat schedstat;
   const Nanos started = monotonic_ns();
   for (PolledLoop* l : loops) {
     l->begin();
@@ -455,10 +460,10 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
     // A frame that arrives during the block wakes the thread; the time the
     // woken thread then waited for a CPU is the frame's wait too.
     if (wait > 0) {
-      const Nanos queued_before = run_delay.read();
+      const Nanos queued_before = schedstat.run_delay();
       block(ports, wait, first);
       looked_at = monotonic_ns();
-      const Nanos queued_after = queued_before >= 0 ? run_delay.read() : -1;
+      const Nanos queued_after = queued_before >= 0 ? schedstat.run_delay() : -1;
       woke_late = queued_after >= 0 ? std::max<Nanos>(0, queued_after - queued_before) : 0;
     }
     for (PolledLoop* l : loops.subspan(1)) l->loop_stats().idle_blocks += first.idle_blocks - blocks;
