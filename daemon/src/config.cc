@@ -315,7 +315,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "endpoint",
                    {"datapath", "interfaces", "netns", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
-                    "dpdk_devices", "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll",
+                    "dpdk_devices", "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll", "realtime_share",
                     "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
@@ -347,6 +347,8 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
           r.fail(n["port_rate_bps"], "endpoint.port_rate_bps", "must be 0 (not paced) or in [1000, 1.6e12] bits/s");
       }
       if (n["busy_poll"]) e.busy_poll = r.boolean(n["busy_poll"], "endpoint.busy_poll");
+      if (n["realtime_share"])
+        e.realtime_share = r.real(n["realtime_share"], "endpoint.realtime_share", 0, datapath::kRealtimeShareMax);
       if (n["max_connections"])
         e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
       if (n["max_region_bytes"])
@@ -402,7 +404,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "fabric",
                    {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "netns", "host_macs", "frame_size", "eal_args",
-                    "port", "ecmp", "seed", "busy_poll"});
+                    "port", "ecmp", "seed", "busy_poll", "realtime_share"});
       if (n["datapath"]) f.datapath = r.one_of(n["datapath"], "fabric.datapath", {"afxdp", "dpdk"});
       if (n["hosts"]) f.hosts = static_cast<uint32_t>(r.uint(n["hosts"], "fabric.hosts", 2, 64));
       if (n["planes"]) f.planes = static_cast<uint32_t>(r.uint(n["planes"], "fabric.planes", 1, 16));
@@ -427,6 +429,8 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["ecmp"]) parse_link(r, n["ecmp"], "fabric.ecmp", &f.ecmp);
       if (n["seed"]) f.seed = r.uint(n["seed"], "fabric.seed", 0, UINT64_MAX);
       if (n["busy_poll"]) f.busy_poll = r.boolean(n["busy_poll"], "fabric.busy_poll");
+      if (n["realtime_share"])
+        f.realtime_share = r.real(n["realtime_share"], "fabric.realtime_share", 0, datapath::kRealtimeShareMax);
     }
     const YAML::Node at = n ? n : root;
     if (f.interfaces.size() != f.planes)
@@ -514,6 +518,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"inbound_capacity_bps", e.inbound_capacity_bps},
                      {"port_rate_bps", e.port_rate_bps},
                      {"busy_poll", e.busy_poll},
+                     {"realtime_share", e.realtime_share},
                      {"max_connections", e.max_connections},
                      {"max_region_bytes", e.max_region_bytes},
                      {"memory_budget_bytes", e.memory_budget_bytes},
@@ -527,7 +532,8 @@ nlohmann::json config_json(const DaemonConfig& c) {
     j["fabric"] = {{"datapath", f.datapath},     {"hosts", f.hosts},       {"planes", f.planes},
                    {"ecmp_links", f.ecmp_links}, {"interfaces", f.interfaces}, {"netns", f.netns}, {"host_macs", macs},
                    {"frame_size", f.frame_size}, {"eal_args", f.eal_args}, {"port", link_json(f.port)},
-                   {"ecmp", link_json(f.ecmp)},  {"seed", f.seed},         {"busy_poll", f.busy_poll}};
+                   {"ecmp", link_json(f.ecmp)},  {"seed", f.seed},         {"busy_poll", f.busy_poll},
+                   {"realtime_share", f.realtime_share}};
     if (f.netns.empty()) j["fabric"].erase("netns");
   }
   return j;

@@ -59,6 +59,10 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
   auto add_worker = [&](const char* worker, const datapath::WorkerStats& w) {
     add("worker_iterations_total", {{"worker", worker}}, w.iterations, "Worker loop iterations");
     add("worker_idle_blocks_total", {{"worker", worker}}, w.idle_blocks, "Times the worker blocked when idle");
+    add("worker_realtime_share", {{"worker", worker}}, w.realtime_share,
+        "Share of every 10 ms the worker may run SCHED_FIFO (0: an ordinary thread, by config or refused)", false);
+    add("worker_realtime_demotions_total", {{"worker", worker}}, w.realtime_demotions,
+        "Windows in which the worker used up its real-time share and ran as an ordinary thread");
     // Fidelity: did the worker keep up on the real clock? (docs/architecture.md, "Fidelity")
     const double wall = w.started_ns > 0 && w.sampled_ns > w.started_ns ? (w.sampled_ns - w.started_ns) / 1e9 : 0;
     add("worker_wall_seconds_total", {{"worker", worker}}, wall, "Seconds the worker loop has run");

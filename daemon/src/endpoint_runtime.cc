@@ -104,6 +104,7 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   }
   datapath::IdlePolicy idle;
   idle.busy_poll = config.busy_poll;
+  idle.realtime_share = config.realtime_share;
   rt->worker_ = std::make_unique<datapath::EndpointWorker>(*rt->endpoint_, ports, std::nullopt, idle,
                                                            config.port_rate_bps);
   rt->channel_.set_running(true);

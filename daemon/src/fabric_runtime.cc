@@ -47,6 +47,7 @@ std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config,
   nc.interface_macs = config.interface_macs;
   nc.frame_size = config.frame_size;
   nc.idle.busy_poll = config.busy_poll;
+  nc.idle.realtime_share = config.realtime_share;
   if (auto e = emulator::validate(nc.fabric)) {
     *error = "fabric: " + *e;
     return nullptr;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "metaroce/datapath/realtime_budget.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::datapath {
@@ -74,6 +75,7 @@ class ThreadSchedstat {
 // kernel's default timer slack), so emulated delays and engine timers keep
 // their time when the worker blocks between frames.
 void tighten_timer_slack() { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
+
 }  // namespace
 
 void sample_schedule(WorkerStats& stats) {
@@ -430,8 +432,12 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
   Nanos idle_since = -1;      // start of the current idle stretch
   Nanos looked_at = started;  // frames in the rings now arrived after this (or while waking, below)
   Nanos woke_late = 0;        // how long the last block's wake-up waited for a CPU
+  RealtimeBudget realtime(idle.realtime_share, started);
+  for (PolledLoop* l : loops) l->loop_stats().realtime_share = realtime.share();
   while (!stop.load(std::memory_order_relaxed)) {
     const Nanos now = monotonic_ns();
+    realtime.running_until(now);
+    for (PolledLoop* l : loops) l->loop_stats().realtime_demotions = realtime.demotions();
     for (size_t i = 0; i < loops.size(); ++i) rx_before[i] = loops[i]->loop_stats().rx_frames;
     bool work = false;
     for (PolledLoop* l : loops) work |= l->poll(now);
@@ -461,8 +467,10 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
     // woken thread then waited for a CPU is the frame's wait too.
     if (wait > 0) {
       const Nanos queued_before = schedstat.run_delay();
+      realtime.running_until(monotonic_ns());
       block(ports, wait, first);
       looked_at = monotonic_ns();
+      realtime.resumed(looked_at);
       const Nanos queued_after = queued_before >= 0 ? schedstat.run_delay() : -1;
       woke_late = queued_after >= 0 ? std::max<Nanos>(0, queued_after - queued_before) : 0;
     }

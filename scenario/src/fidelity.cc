@@ -97,7 +97,10 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       wf.timer_late_p99_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.99, &wf.timers_timed);
       wf.receive_wait_p50_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.5, &wf.frames_received);
       wf.receive_wait_p99_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.99, &wf.frames_received);
+      wf.realtime_share = value_of(a, "worker_realtime_share", l);
+      wf.realtime_demotions = static_cast<uint64_t>(delta(b, a, "worker_realtime_demotions_total", l));
       const std::string who = a.daemon + " " + w + " worker";
+      const size_t problems_before = f.problems.size();
       if (wf.wall_s <= 0)
         f.problems.push_back(who + ": did not report its loop time (daemon too old, or the worker is stuck)");
       if (wf.run_delay_fraction > limits.max_run_delay_fraction)
@@ -117,6 +120,11 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       if (wf.frames_received > 0 && wf.receive_wait_p99_us * 1e3 > static_cast<double>(limits.max_receive_wait_p99_ns))
         f.problems.push_back(who + fmt(": p99 of received frames waited up to %.0f us for the worker (limit %.0f us)",
                                        wf.receive_wait_p99_us, limits.max_receive_wait_p99_ns / 1e3));
+      // Where the worker could not preempt ordinary threads, say so: that is
+      // the first thing to change on such a host (realtime_budget.h).
+      if (wf.realtime_share <= 0)
+        for (size_t k = problems_before; k < f.problems.size(); ++k)
+          f.problems[k] += " (it ran as an ordinary thread: realtime_share is 0 or the daemon lacks CAP_SYS_NICE)";
       f.workers.push_back(wf);
     }
     // Frames lost by cause. Emulator causes are the fabric doing its job;

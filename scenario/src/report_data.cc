@@ -30,7 +30,8 @@
 //         "faithful": bool, "workers": [ { "daemon", "worker": str, "wall_s", "busy_fraction",
 //           "cpu_fraction", "run_delay_fraction": num, "frames_timed": uint, "frame_late_p50_us",
 //           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num,
-//           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num } ],
+//           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num,
+//           "realtime_share": num, "realtime_demotions": uint } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str,
@@ -176,7 +177,9 @@ ojson to_json(const Report& r, const Derived& d) {
                            {"timer_late_p99_us", num_or_null(w.timer_late_p99_us)},
                            {"frames_received", w.frames_received},
                            {"receive_wait_p50_us", num_or_null(w.receive_wait_p50_us)},
-                           {"receive_wait_p99_us", num_or_null(w.receive_wait_p99_us)}});
+                           {"receive_wait_p99_us", num_or_null(w.receive_wait_p99_us)},
+                           {"realtime_share", num_or_null(w.realtime_share)},
+                           {"realtime_demotions", w.realtime_demotions}});
       fj["workers"] = std::move(ws);
       ojson drops = ojson::object();
       for (const auto& [cause, n] : f.drops) drops[cause] = n;

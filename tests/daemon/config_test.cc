@@ -75,6 +75,18 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
     ASSERT_TRUE(c) << err;
     EXPECT_EQ(c->endpoint->port_rate_bps, 200e6);
   }
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  realtime_share: 0.95\n")
+                .find("t.yaml:7: endpoint.realtime_share: must be a number in [0, 0.9] (got '0.95')"),
+            std::string::npos);
+  {
+    std::string err;
+    auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  realtime_share: 0\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << err;
+    EXPECT_EQ(c->endpoint->realtime_share, 0.0);
+    auto d = md::parse_daemon_yaml(kEndpoint, "t.yaml", &err);
+    ASSERT_TRUE(d) << err;
+    EXPECT_EQ(d->endpoint->realtime_share, metaroce::datapath::kRealtimeShareDefault);
+  }
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  adress: 1.2.3.4\n").find("endpoint.adress: unknown key"), std::string::npos);
   EXPECT_NE(parse_error("role: endpoint\nendpoint:\n  address: 300.1.1.1\n").find("endpoint.address: must be an IPv4"),
             std::string::npos);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -213,6 +214,113 @@ TEST(RunLoops, FramesTakenAfterAStallAreCountedAsWaitingThroughIt) {
   EXPECT_EQ(w.count(), 7u) << "one value per frame received";
   EXPECT_GE(w.min(), 2'000'000) << "each frame may have arrived just after the stalled iteration looked";
   EXPECT_EQ(w.min(), w.max()) << "the frames of one burst waited alike";
+}
+
+}  // namespace
+}  // namespace metaroce::datapath
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "metaroce/datapath/realtime_budget.h"
+
+namespace metaroce::datapath {
+namespace {
+
+// What the budget asked the scheduler for, and whether the fake allows it.
+struct SwitchLog {
+  static inline std::vector<bool> asked;
+  static inline bool allowed = true;
+  static bool fake(bool realtime) {
+    asked.push_back(realtime);
+    return allowed;
+  }
+};
+
+TEST(RealtimeBudget, DropsToOrdinaryOnceItsShareOfTheWindowIsUsedAndReturnsInTheNext) {
+  SwitchLog::asked.clear();
+  SwitchLog::allowed = true;
+  {
+    RealtimeBudget b(0.5, 0, &SwitchLog::fake, 10'000);  // 5 us of every 10 us
+    EXPECT_EQ(b.share(), 0.5);
+    EXPECT_TRUE(b.realtime());
+    b.running_until(3'000);
+    EXPECT_TRUE(b.realtime()) << "3 of 5 us used";
+    b.resumed(8'000);  // blocked from 3 to 8 us: not running
+    b.running_until(9'000);
+    EXPECT_TRUE(b.realtime()) << "blocked time counted as running";
+    b.running_until(9'500);
+    EXPECT_TRUE(b.realtime()) << "4.5 of 5 us used";
+    b.running_until(9'900);
+    EXPECT_TRUE(b.realtime()) << "4.9 of 5 us used";
+    b.resumed(9'900);
+    b.running_until(10'100);  // the next window starts: budget whole again
+    EXPECT_TRUE(b.realtime());
+    b.running_until(15'200);
+    EXPECT_FALSE(b.realtime()) << "5.1 of 5 us used in the second window";
+    EXPECT_EQ(b.demotions(), 1u);
+    b.running_until(20'200);
+    EXPECT_TRUE(b.realtime()) << "a new window gives real-time back";
+  }
+  EXPECT_EQ(SwitchLog::asked, (std::vector<bool>{true, false, true, false}))
+      << "on, off when used up, on in the next window, off when the loop ends";
+}
+
+TEST(RealtimeBudget, RefusedOrZeroShareLeavesTheThreadOrdinary) {
+  SwitchLog::asked.clear();
+  SwitchLog::allowed = false;
+  {
+    RealtimeBudget refused(0.85, 0, &SwitchLog::fake, 10'000);
+    EXPECT_EQ(refused.share(), 0.0) << "the report must not claim a share the kernel refused";
+    refused.running_until(50'000);
+    EXPECT_FALSE(refused.realtime());
+  }
+  EXPECT_EQ(SwitchLog::asked, (std::vector<bool>{true})) << "asked once, not every window";
+  SwitchLog::asked.clear();
+  {
+    RealtimeBudget off(0, 0, &SwitchLog::fake, 10'000);
+    off.running_until(50'000);
+    EXPECT_EQ(off.share(), 0.0);
+  }
+  EXPECT_TRUE(SwitchLog::asked.empty());
+}
+
+// A loop that records the calling thread's scheduling policy in each poll.
+class PolicyLoop final : public PolledLoop {
+ public:
+  explicit PolicyLoop(std::atomic<bool>& stop) : stop_(stop) {}
+  bool poll(Nanos) override {
+    policy_ = sched_getscheduler(0);
+    stop_ = true;
+    return true;
+  }
+  Nanos next_wake() const override { return INT64_MAX; }
+  const std::vector<Port*>& wait_ports() const override { return ports_; }
+  WorkerStats& loop_stats() override { return stats_; }
+  int policy_ = -1;
+
+ private:
+  std::atomic<bool>& stop_;
+  std::vector<Port*> ports_;
+  WorkerStats stats_;
+};
+
+TEST(RunLoops, AWorkerWithARealtimeShareRunsSchedFifoAndReportsTheShareInEffect) {
+  std::atomic<bool> stop{false};
+  PolicyLoop loop(stop);
+  PolledLoop* loops[] = {&loop};
+  IdlePolicy idle;
+  idle.realtime_share = 0.5;
+  // On its own thread: the test runner's thread keeps its policy whatever happens.
+  std::thread t([&] { run_loops(loops, stop, idle); });
+  t.join();
+  if (loop.loop_stats().realtime_share == 0) {
+    // Only root (CAP_SYS_NICE) may switch to SCHED_FIFO; CI runs as root.
+    EXPECT_EQ(loop.policy_, SCHED_OTHER);
+    GTEST_SKIP() << "SKIPPED: SCHED_FIFO refused (not root / no CAP_SYS_NICE); the share reads 0, as it must";
+  }
+  EXPECT_EQ(loop.loop_stats().realtime_share, 0.5);
+  EXPECT_EQ(loop.policy_, SCHED_FIFO);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ struct WorkerLoad {
   uint64_t frames_late_1us = 1000, frames_late_1ms = 0;  // frames handled within ~1 us / ~1 ms of due
   uint64_t timers_late_1us = 100, timers_late_4ms = 0;
   uint64_t received_1us = 5000, received_2ms = 0;  // frames taken from the ports within ~1 us / ~2 ms
+  double realtime_share = 0.85;                     // worker_realtime_share (a gauge)
+  uint64_t realtime_demotions = 3;
 };
 
 // Counters as a daemon reports them after `load` (all zero before).
@@ -39,6 +41,8 @@ ms::DaemonCounters daemon(const std::string& name, const std::string& worker, co
   add("worker_busy_seconds_total", w, load.busy_s);
   add("worker_cpu_seconds_total", w, load.cpu_s);
   add("worker_run_delay_seconds_total", w, load.wait_s);
+  add("worker_realtime_share", w, load.realtime_share);
+  add("worker_realtime_demotions_total", w, static_cast<double>(load.realtime_demotions));
   // Cumulative buckets, le in seconds, as counters.cc writes them.
   auto hist = [&](const std::string& n, uint64_t fast, uint64_t slow, double slow_le) {
     for (double le : {1.024e-6, 2.048e-6, 1.048576e-3, 2.097152e-3, 4.194304e-3})
@@ -143,6 +147,30 @@ TEST(Fidelity, AStalledReceiverIsInconclusiveThoughItHasNoTimers) {
   receiver.received_1us = 49'900;
   const std::vector<ms::DaemonCounters> fewer = {daemon("h1", "endpoint", receiver)};
   EXPECT_TRUE(ms::assess_fidelity({zero(fewer[0])}, fewer, ms::FidelityLimits{}).faithful());
+}
+
+// A worker that could not run real-time (no CAP_SYS_NICE, or realtime_share
+// 0) has its problems say so: that is what to change on such a host. The
+// share is the gauge's value at the end, the demotions the run's increase.
+TEST(Fidelity, ProblemsOfAWorkerThatWasNotRealtimeSaySo) {
+  WorkerLoad ordinary;
+  ordinary.received_1us = 4900;
+  ordinary.received_2ms = 100;
+  ordinary.realtime_share = 0;
+  WorkerLoad realtime = ordinary;
+  realtime.realtime_share = 0.85;
+  const std::vector<ms::DaemonCounters> after = {daemon("h0", "endpoint", realtime), daemon("h1", "endpoint", ordinary)};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  ASSERT_EQ(f.workers.size(), 2u);
+  EXPECT_EQ(f.workers[0].realtime_share, 0.85);
+  EXPECT_EQ(f.workers[0].realtime_demotions, 3u);
+  EXPECT_EQ(f.workers[1].realtime_share, 0.0);
+  ASSERT_EQ(f.problems.size(), 2u);
+  EXPECT_EQ(f.problems[0], "h0 endpoint worker: p99 of received frames waited up to 2097 us for the worker (limit 250 us)");
+  EXPECT_EQ(f.problems[1],
+            "h1 endpoint worker: p99 of received frames waited up to 2097 us for the worker (limit 250 us) (it ran as "
+            "an ordinary thread: realtime_share is 0 or the daemon lacks CAP_SYS_NICE)");
 }
 
 TEST(Fidelity, FramesTooLargeForTheNodeAreTheDatapathsLossNotTheFabrics) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/datapath/realtime_budget.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/udp_frame.h"
@@ -71,6 +72,9 @@ struct EndpointSection {
   // feed. 0 = as fast as the ports take frames; else [1e3, 1.6e12].
   double port_rate_bps = 0;
   bool busy_poll = false;                  // spin instead of blocking when idle
+  // Share of every 10 ms the worker runs SCHED_FIFO, [0, 0.9]; 0: never
+  // (datapath/realtime_budget.h says why; needs CAP_SYS_NICE, else ordinary).
+  double realtime_share = datapath::kRealtimeShareDefault;
   uint32_t max_connections = 256;          // [1, 4096]
   uint64_t max_region_bytes = 256ull << 20;  // per connection/job region, [64 KiB, 4 GiB]
   // All memory registered on callers' behalf (operator regions, responder
@@ -100,6 +104,7 @@ struct FabricSection {
   emulator::LinkConfig ecmp;               // every ECMP link's base settings (Fabric.Reset returns here)
   uint64_t seed = 1;
   bool busy_poll = false;
+  double realtime_share = datapath::kRealtimeShareDefault;  // as EndpointSection::realtime_share
 };
 
 struct DaemonConfig {

@@ -38,12 +38,17 @@ struct IdlePolicy {
   // its next deadline.
   Nanos spin_ns = 5'000;
   Nanos max_block_ns = 1'000'000;   // never block longer than this
+  // Share of every 10 ms the worker may run SCHED_FIFO (realtime_budget.h);
+  // 0: always an ordinary thread. The daemon's default is kRealtimeShareDefault.
+  double realtime_share = 0;
 };
 
 // Fidelity figures a worker keeps about itself: whether it kept up with what
 // it was asked to do on the real clock (see docs/architecture.md, "fidelity").
 struct WorkerStats {
   uint64_t iterations = 0, idle_blocks = 0;
+  double realtime_share = 0;           // the RealtimeBudget share in effect (0: ordinary thread)
+  uint64_t realtime_demotions = 0;     // windows in which the worker used up its real-time share
   Nanos started_ns = 0;                // monotonic time the loop started (0: never ran)
   Nanos busy_ns = 0;                   // wall time spent in iterations that moved something
   // Frames leaving a delay line after their due time (emulated delay, queueing,

@@ -205,6 +205,8 @@ struct WorkerFidelity {
   double timer_late_p50_us = 0, timer_late_p99_us = 0;
   uint64_t frames_received = 0;           // frames the worker took from its ports in the run
   double receive_wait_p50_us = 0, receive_wait_p99_us = 0;
+  double realtime_share = 0;              // SCHED_FIFO share in effect at the end (0: an ordinary thread)
+  uint64_t realtime_demotions = 0;        // 10 ms windows in which it used that share up, in the run
 };
 
 struct Fidelity {
