@@ -92,6 +92,17 @@ class Reader {
       fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got '" + v + "')");
     return x;
   }
+  // A CPU number, or -1 for any; and one this process may run on.
+  int cpu(const YAML::Node& n, const std::string& key) const {
+    const std::string v = n.IsScalar() ? n.Scalar() : text(n);
+    bool ok = n.IsScalar() && !v.empty() && v.size() <= 4;
+    for (char c : v) ok = ok && c >= '0' && c <= '9';
+    if (v == "-1") return -1;
+    if (!ok || std::stoi(v) > 1023) fail(n, key, "must be -1 (any CPU) or a CPU number in [0, 1023] (got '" + v + "')");
+    const int c = std::stoi(v);
+    if (std::string why = datapath::check_cpu_available(c); !why.empty()) fail(n, key, "must be -1 (any CPU) or " + why);
+    return c;
+  }
   // An integer connection parameter, refused as every layer refuses it
   // (transport/connection_params.h), with the file and line in front.
   int64_t param(const YAML::Node& n, const std::string& key, const transport::ConnectionParam& p) const {
@@ -315,7 +326,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "endpoint",
                    {"datapath", "interfaces", "netns", "address", "mac", "udp_port", "xdp_mode", "frame_size", "eal_args",
-                    "dpdk_devices", "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll", "realtime_share",
+                    "dpdk_devices", "mtu_payload", "min_rto_ns", "min_pto_ns", "inbound_capacity_bps", "port_rate_bps", "busy_poll", "realtime_share", "worker_cpu",
                     "max_connections", "max_region_bytes", "memory_budget_bytes", "half_open_timeout_ns"});
       if (n["datapath"]) e.datapath = r.one_of(n["datapath"], "endpoint.datapath", {"afxdp", "dpdk", "udp"});
       if (n["interfaces"]) e.interfaces = r.strings(n["interfaces"], "endpoint.interfaces", 1, 16);
@@ -349,6 +360,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["busy_poll"]) e.busy_poll = r.boolean(n["busy_poll"], "endpoint.busy_poll");
       if (n["realtime_share"])
         e.realtime_share = r.real(n["realtime_share"], "endpoint.realtime_share", 0, datapath::kRealtimeShareMax);
+      if (n["worker_cpu"]) e.worker_cpu = r.cpu(n["worker_cpu"], "endpoint.worker_cpu");
       if (n["max_connections"])
         e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
       if (n["max_region_bytes"])
@@ -404,7 +416,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     if (n) {
       r.expect_map(n, "fabric",
                    {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "netns", "host_macs", "frame_size", "eal_args",
-                    "port", "ecmp", "seed", "busy_poll", "realtime_share"});
+                    "port", "ecmp", "seed", "busy_poll", "realtime_share", "worker_cpu"});
       if (n["datapath"]) f.datapath = r.one_of(n["datapath"], "fabric.datapath", {"afxdp", "dpdk"});
       if (n["hosts"]) f.hosts = static_cast<uint32_t>(r.uint(n["hosts"], "fabric.hosts", 2, 64));
       if (n["planes"]) f.planes = static_cast<uint32_t>(r.uint(n["planes"], "fabric.planes", 1, 16));
@@ -431,6 +443,7 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["busy_poll"]) f.busy_poll = r.boolean(n["busy_poll"], "fabric.busy_poll");
       if (n["realtime_share"])
         f.realtime_share = r.real(n["realtime_share"], "fabric.realtime_share", 0, datapath::kRealtimeShareMax);
+      if (n["worker_cpu"]) f.worker_cpu = r.cpu(n["worker_cpu"], "fabric.worker_cpu");
     }
     const YAML::Node at = n ? n : root;
     if (f.interfaces.size() != f.planes)
@@ -519,6 +532,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
                      {"port_rate_bps", e.port_rate_bps},
                      {"busy_poll", e.busy_poll},
                      {"realtime_share", e.realtime_share},
+                     {"worker_cpu", e.worker_cpu},
                      {"max_connections", e.max_connections},
                      {"max_region_bytes", e.max_region_bytes},
                      {"memory_budget_bytes", e.memory_budget_bytes},
@@ -533,7 +547,8 @@ nlohmann::json config_json(const DaemonConfig& c) {
                    {"ecmp_links", f.ecmp_links}, {"interfaces", f.interfaces}, {"netns", f.netns}, {"host_macs", macs},
                    {"frame_size", f.frame_size}, {"eal_args", f.eal_args}, {"port", link_json(f.port)},
                    {"ecmp", link_json(f.ecmp)},  {"seed", f.seed},         {"busy_poll", f.busy_poll},
-                   {"realtime_share", f.realtime_share}};
+                   {"realtime_share", f.realtime_share},
+                   {"worker_cpu", f.worker_cpu}};
     if (f.netns.empty()) j["fabric"].erase("netns");
   }
   return j;

@@ -1,3 +1,4 @@
+#include "metaroce/datapath/scheduling.h"
 #include "endpoint_runtime.h"
 
 #include <pthread.h>
@@ -123,6 +124,11 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
     loops.push_back(self->worker_.get());
     datapath::run_loops(loops, self->stop_, self->worker_->idle());
   });
+  if (config.worker_cpu >= 0)
+    if (std::string e = datapath::pin_thread(rt->thread_.native_handle(), config.worker_cpu); !e.empty()) {
+      *error = "endpoint.worker_cpu: " + e;
+      return nullptr;
+    }
   return rt;
 }
 

@@ -1,3 +1,4 @@
+#include "metaroce/datapath/scheduling.h"
 #include "fabric_runtime.h"
 
 #include <pthread.h>
@@ -63,6 +64,11 @@ std::unique_ptr<FabricRuntime> FabricRuntime::start(const FabricSection& config,
       datapath::PolledLoop* loop = self->node_.get();
       datapath::run_loops({&loop, 1}, self->stop_, self->node_->idle());
     });
+  if (own_thread && config.worker_cpu >= 0)
+    if (std::string e = datapath::pin_thread(rt->thread_.native_handle(), config.worker_cpu); !e.empty()) {
+      *error = "fabric.worker_cpu: " + e;
+      return nullptr;
+    }
   return rt;
 }
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "metaroce/datapath/realtime_budget.h"
+#include "metaroce/datapath/scheduling.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::datapath {

@@ -121,7 +121,7 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
         f.problems.push_back(who + fmt(": p99 of received frames waited up to %.0f us for the worker (limit %.0f us)",
                                        wf.receive_wait_p99_us, limits.max_receive_wait_p99_ns / 1e3));
       // Where the worker could not preempt ordinary threads, say so: that is
-      // the first thing to change on such a host (realtime_budget.h).
+      // the first thing to change on such a host (scheduling.h).
       if (wf.realtime_share <= 0)
         for (size_t k = problems_before; k < f.problems.size(); ++k)
           f.problems[k] += " (it ran as an ordinary thread: realtime_share is 0 or the daemon lacks CAP_SYS_NICE)";

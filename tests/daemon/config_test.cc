@@ -87,6 +87,18 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
     ASSERT_TRUE(d) << err;
     EXPECT_EQ(d->endpoint->realtime_share, metaroce::datapath::kRealtimeShareDefault);
   }
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  worker_cpu: -2\n")
+                .find("endpoint.worker_cpu: must be -1 (any CPU) or a CPU number in [0, 1023] (got '-2')"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  worker_cpu: 1023\n")
+                .find("endpoint.worker_cpu: must be -1 (any CPU) or CPU 1023 is not one this process may use ("),
+            std::string::npos);
+  {
+    std::string err;
+    auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  worker_cpu: -1\n", "t.yaml", &err);
+    ASSERT_TRUE(c) << err;
+    EXPECT_EQ(c->endpoint->worker_cpu, -1);
+  }
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  adress: 1.2.3.4\n").find("endpoint.adress: unknown key"), std::string::npos);
   EXPECT_NE(parse_error("role: endpoint\nendpoint:\n  address: 300.1.1.1\n").find("endpoint.address: must be an IPv4"),
             std::string::npos);

@@ -222,7 +222,7 @@ TEST(RunLoops, FramesTakenAfterAStallAreCountedAsWaitingThroughIt) {
 #include <pthread.h>
 #include <sched.h>
 
-#include "metaroce/datapath/realtime_budget.h"
+#include "metaroce/datapath/scheduling.h"
 
 namespace metaroce::datapath {
 namespace {

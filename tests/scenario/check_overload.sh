@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A deliberately overloaded live run is reported INCONCLUSIVE (exit 6), never
 # PASS: a short scenario on a netns lab while CPU burners (one more than the
-# host has cores) compete with the daemons. Needs root, netns and AF_XDP;
+# host has cores) compete with the daemons, whose workers run as ordinary
+# threads (realtime_share 0; real-time workers would preempt the burners). Needs root, netns and AF_XDP;
 # without them it prints SKIPPED with the reason and exits 77.
 #   check_overload.sh OUT_DIR BUILD_DIR
 set -euo pipefail
@@ -37,7 +38,7 @@ for _ in $(seq 0 "$(nproc)"); do
   burners+=($!)
 done
 rc=0
-BUILD_DIR="$build" bash "$root/scripts/run-scenario.sh" "$out/overloaded.yaml" "$out/report" "ov$(( $$ % 10000 ))" || rc=$?
+METAROCE_REALTIME_SHARE=0 BUILD_DIR="$build" bash "$root/scripts/run-scenario.sh" "$out/overloaded.yaml" "$out/report" "ov$(( $$ % 10000 ))" || rc=$?
 cleanup
 [ "$rc" -eq 6 ] || { echo "expected exit 6 (INCONCLUSIVE) from an overloaded run, got $rc"; exit 1; }
 python3 - "$out/report" <<'PY'
@@ -46,6 +47,7 @@ r = json.load(open(sys.argv[1] + "/report.json"))
 assert r["derived"]["verdict"] == "INCONCLUSIVE", r["derived"]["verdict"]
 problems = [p for run in r["runs"] for p in run["fidelity"]["problems"]]
 assert any("waited for a CPU" in p for p in problems), problems
+assert all("ran as an ordinary thread" in p for p in problems if "worker" in p), problems
 html = open(sys.argv[1] + "/report.html").read()
 assert "INCONCLUSIVE" in html and "Fidelity" in html, "the page must say INCONCLUSIVE and show the fidelity section"
 print("overloaded run reported INCONCLUSIVE: " + "; ".join(problems[:3]))

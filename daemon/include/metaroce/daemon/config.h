@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "metaroce/datapath/realtime_budget.h"
+#include "metaroce/datapath/scheduling.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/udp_frame.h"
@@ -73,8 +73,11 @@ struct EndpointSection {
   double port_rate_bps = 0;
   bool busy_poll = false;                  // spin instead of blocking when idle
   // Share of every 10 ms the worker runs SCHED_FIFO, [0, 0.9]; 0: never
-  // (datapath/realtime_budget.h says why; needs CAP_SYS_NICE, else ordinary).
+  // (datapath/scheduling.h says why; needs CAP_SYS_NICE, else ordinary).
   double realtime_share = datapath::kRealtimeShareDefault;
+  // The CPU the worker thread is pinned to; -1: any (datapath/scheduling.h
+  // says why real-time workers should be pinned).
+  int worker_cpu = -1;
   uint32_t max_connections = 256;          // [1, 4096]
   uint64_t max_region_bytes = 256ull << 20;  // per connection/job region, [64 KiB, 4 GiB]
   // All memory registered on callers' behalf (operator regions, responder
@@ -105,6 +108,7 @@ struct FabricSection {
   uint64_t seed = 1;
   bool busy_poll = false;
   double realtime_share = datapath::kRealtimeShareDefault;  // as EndpointSection::realtime_share
+  int worker_cpu = -1;                                       // as EndpointSection::worker_cpu
 };
 
 struct DaemonConfig {

@@ -38,7 +38,7 @@ struct IdlePolicy {
   // its next deadline.
   Nanos spin_ns = 5'000;
   Nanos max_block_ns = 1'000'000;   // never block longer than this
-  // Share of every 10 ms the worker may run SCHED_FIFO (realtime_budget.h);
+  // Share of every 10 ms the worker may run SCHED_FIFO (scheduling.h);
   // 0: always an ordinary thread. The daemon's default is kRealtimeShareDefault.
   double realtime_share = 0;
 };

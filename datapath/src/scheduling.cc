@@ -1,8 +1,31 @@
-#include "metaroce/datapath/realtime_budget.h"
+#include "metaroce/datapath/scheduling.h"
 
+#include <pthread.h>
 #include <sched.h>
 
+#include <cstring>
+
 namespace metaroce::datapath {
+
+std::string check_cpu_available(int cpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return std::string("sched_getaffinity: ") + std::strerror(errno);
+  if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)) return "";
+  std::string list;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) list += (list.empty() ? "" : ",") + std::to_string(c);
+  return "CPU " + std::to_string(cpu) + " is not one this process may use (" + list + ")";
+}
+
+std::string pin_thread(pthread_t thread, int cpu) {
+  if (std::string e = check_cpu_available(cpu); !e.empty()) return e;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  const int rc = pthread_setaffinity_np(thread, sizeof one, &one);
+  return rc == 0 ? "" : std::string("pthread_setaffinity_np: ") + std::strerror(rc);
+}
 
 bool RealtimeBudget::switch_calling_thread(bool realtime) {
   sched_param p{};

@@ -1,5 +1,6 @@
-// A worker's real-time budget: SCHED_FIFO for at most a share of every
-// window, an ordinary thread for the rest of it.
+// Where and how a worker thread is scheduled: the CPU it is pinned to, and
+// its real-time budget (SCHED_FIFO for at most a share of every window, an
+// ordinary thread for the rest of it).
 //
 // Why: on a host with few cores, a worker that blocks when idle and wakes on
 // a frame waits behind whatever ordinary thread holds the CPU (on the 2-core
@@ -14,7 +15,10 @@
 // "Threads and cores").
 #pragma once
 
+#include <pthread.h>
+
 #include <cstdint>
+#include <string>
 
 #include "metaroce/transport/types.h"
 
@@ -28,6 +32,14 @@ inline constexpr double kRealtimeShareMax = 0.9;      // leaves the kernel's RT 
 inline constexpr double kRealtimeShareDefault = 0.85;
 inline constexpr Nanos kRealtimeWindowNs = 10'000'000;  // short: a demoted worker is ordinary for < 1.5 ms
 inline constexpr int kRealtimePriority = 1;            // the lowest: kernel RT threads keep precedence
+
+// Pins a thread to one CPU. The kernel's RT throttle counts each
+// CPU's real-time time, so real-time workers that may migrate can add up past
+// it on one CPU although each keeps its share; pinned, the shares of the
+// workers on a CPU are what it runs. Returns "" or why not.
+std::string pin_thread(pthread_t thread, int cpu);
+// "" if this process may run on cpu, else a message naming the CPUs it may use.
+std::string check_cpu_available(int cpu);
 
 class RealtimeBudget {
  public:
