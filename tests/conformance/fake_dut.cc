@@ -107,6 +107,14 @@ void FakeDut::send(std::span<const uint8_t> packet, mw::Ecn ecn) {
     e = mw::decode_packet(bytes, v);
   }
   if (e != mw::DecodeError::kNone) return;  // §7, §10: dropped silently
+  if (auto snd = senders_.find(v.common.dst_conn_id.get()); snd != senders_.end()) {
+    if (v.opcode == mw::Opcode::kAck) on_sender_ack(snd->second, v);
+    if (snd->second.outcome.ended) {  // the job is over: its connection goes
+      ended_[snd->second.conn.job_id] = snd->second.outcome;
+      senders_.erase(snd);
+    }
+    return;
+  }
   auto it = conns_.find(v.common.dst_conn_id.get());
   if (it == conns_.end()) {
     // §8: UNKNOWN_CONNECTION, from no connection (src 0), for data packets only.
@@ -350,6 +358,123 @@ void FakeDut::nak(uint32_t dst, uint32_t src, const mw::PacketView& v, mw::NakCo
   mw::encode_packet(out, h, &e, sizeof e, {});
   out_.push_back(std::move(out));
 }
+
+mc::SenderConnection FakeDut::start_sender(const mc::SenderJob& job, std::chrono::milliseconds) {
+  Sender s;
+  s.conn.dut_id = next_id_++;
+  s.conn.tool_id = job.tool_id;
+  s.conn.seed = 0x5EED0000ull | s.conn.dut_id;
+  s.conn.job_id = s.conn.dut_id;
+  s.conn.job = job;
+  s.outcome.state = "RUNNING";
+  Sender& stored = senders_[s.conn.dut_id] = s;
+  post_messages(stored);
+  return stored.conn;
+}
+
+void FakeDut::post_messages(Sender& s) {
+  const mc::SenderJob& j = s.conn.job;
+  for (; s.posted < j.messages && s.posted - s.watermark < j.queue_depth; ++s.posted)
+    for (uint32_t off = 0; off < j.message_bytes; off += j.mtu_payload)
+      transmit(s, static_cast<uint32_t>(s.posted), off, false);
+}
+
+void FakeDut::transmit(Sender& s, uint32_t msg, uint32_t off, bool retx, std::optional<uint32_t> reuse) {
+  const mc::SenderJob& j = s.conn.job;
+  const uint32_t plen = std::min(j.mtu_payload, j.message_bytes - off);
+  const uint32_t seq = reuse ? *reuse : s.next_seq++;
+  uint32_t floor = s.next_seq;  // the lowest unresolved seq
+  for (const auto& [q, tx] : s.txs)
+    if (!tx.resolved && seq_diff(q, floor) < 0) floor = q;
+  if (seq_diff(seq, floor) < 0) floor = seq;
+  s.txs[seq] = Tx{msg, off, false};
+  const uint32_t sps = 2 * std::max<uint32_t>(j.queue_depth, 1);
+  const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
+  const uint64_t slot = msg % sps;
+  std::vector<uint8_t> payload(plen);
+  for (uint32_t i = 0; i < plen; ++i) {
+    const uint32_t b = off + i;
+    const uint64_t word = b < 8 ? mc::message_header(0, msg) : mc::pattern_word(s.conn.seed, slot, b / 8);
+    payload[i] = static_cast<uint8_t>(word >> (8 * (b % 8)));
+  }
+  mw::CommonHeader h{};
+  h.version = mw::kVersion << 4;
+  h.opcode = static_cast<uint8_t>(mw::Opcode::kWrite);
+  h.flags = static_cast<uint8_t>((off == 0 ? mw::kFlagFirst : 0) |
+                                 (off + plen == j.message_bytes ? mw::kFlagLast | mw::kFlagAckReq : 0) |
+                                 (retx ? mw::kFlagRetx : 0));
+  h.dst_conn_id.set(s.conn.tool_id);
+  h.src_conn_id.set(s.conn.dut_id);
+  h.payload_len.set(static_cast<uint16_t>(plen));
+  h.path_seq.set(seq);
+  h.path_floor.set(floor);
+  h.msg_seq.set(msg);
+  h.msg_offset.set(off);
+  h.msg_len.set(j.message_bytes);
+  h.tx_ts.set(seq + 1);
+  mw::WriteExt w{};
+  w.remote_addr.set(j.region_addr + slot * sb + off);
+  w.rkey.set(j.rkey);
+  std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kWrite, plen));
+  mw::encode_packet(out, h, &w, sizeof w, payload);
+  out_.push_back(std::move(out));
+}
+
+void FakeDut::on_sender_ack(Sender& s, const mw::PacketView& v) {
+  for (const mw::AckBlock& b : v.ack_blocks) {
+    if (b.path_id != 0) continue;
+    const uint32_t cum = b.cum_seq.get();
+    if (seq_diff(cum, s.next_seq) > 0) continue;  // §6.2: a block beyond what was sent is ignored
+    bool any = false;
+    uint32_t highest = 0;  // the highest seq the block acknowledges
+    auto acked = [&](uint32_t q) {
+      const int32_t d = seq_diff(q, cum);
+      return d < 0 || (d > 0 && d - 1 < 256 && mw::sack_test(b.sack, static_cast<uint32_t>(d - 1)));
+    };
+    for (auto& [q, tx] : s.txs)
+      if (acked(q)) {
+        tx.resolved = true;
+        if (!any || seq_diff(q, highest) > 0) highest = q;
+        any = true;
+      }
+    if (!any) continue;
+    // §11.4: an outstanding seq before the highest acknowledged one is lost.
+    std::vector<uint32_t> lost;
+    for (const auto& [q, tx] : s.txs)
+      if (!tx.resolved && seq_diff(q, highest) < 0) lost.push_back(q);
+    if (lost.empty() || bugs_.no_fast_retransmit) continue;
+    std::vector<std::pair<uint32_t, std::optional<uint32_t>>> resend;  // chunk key (seq), reused seq
+    if (bugs_.go_back_n) {
+      for (const auto& [q, tx] : s.txs)
+        if (seq_diff(q, lost.front()) >= 0) resend.push_back({q, std::nullopt});
+    } else {
+      for (uint32_t q : lost) resend.push_back({q, bugs_.retransmit_same_seq ? std::optional<uint32_t>(q) : std::nullopt});
+    }
+    for (const auto& [q, reuse] : resend) {
+      Tx& tx = s.txs[q];
+      tx.resolved = true;
+      ++s.retransmits;
+      transmit(s, tx.msg, tx.offset, true, reuse);
+    }
+  }
+  if (v.common.stream_id.get() == 0 && seq_diff(v.common.msg_seq.get(), static_cast<uint32_t>(s.watermark)) > 0)
+    s.watermark = v.common.msg_seq.get();
+  if (s.watermark >= s.conn.job.messages) {
+    s.outcome.ended = true;
+    s.outcome.state = "DONE";
+    s.outcome.retransmits = s.retransmits;
+  } else {
+    post_messages(s);
+  }
+}
+
+mc::SenderOutcome FakeDut::finish_sender(const mc::SenderConnection& c, std::chrono::milliseconds) {
+  if (auto it = ended_.find(c.job_id); it != ended_.end()) return it->second;
+  auto it = senders_.find(c.dut_id);
+  return it == senders_.end() ? mc::SenderOutcome{false, "unknown job"} : it->second.outcome;
+}
+
+void FakeDut::stop_sender(const mc::SenderConnection& c) { senders_.erase(c.dut_id); }
 
 std::optional<std::vector<uint8_t>> FakeDut::receive(std::chrono::milliseconds) {
   if (out_.empty()) return std::nullopt;
