@@ -160,9 +160,9 @@ const SenderConnection& CaseContext::start_sender(SenderJob job, std::function<b
   job.region_addr = 0x500000000000ull + (uint64_t{id} << 20);
   job.rkey = id ^ 0x5A5A0000u;
   job.region_bytes = 2ull * std::max<uint32_t>(job.queue_depth, 1) * std::max<uint32_t>(8, (job.max_message_bytes + 7) & ~7u) + 8;
-  note_sent(format("Traffic.Start at the DUT toward the suite: WRITE, %" PRIu64 " messages of %u B, %u paths, queue depth "
+  note_sent(format("Traffic.Start at the DUT toward the suite: %s, %" PRIu64 " messages of %u B, %u paths, queue depth "
                    "%u, chunk %u B, min RTO %" PRId64 " ns; the suite answers Peer.Accept as id 0x%06x",
-                   job.messages, job.message_bytes, job.paths, job.queue_depth, job.mtu_payload, job.min_rto_ns, id));
+                   job.operation.c_str(), job.messages, job.message_bytes, job.paths, job.queue_depth, job.mtu_payload, job.min_rto_ns, id));
   auto s = std::make_unique<Sender>();
   s->conn = dut_.start_sender(job, options_.answer_timeout);
   s->withhold = std::move(withhold);
@@ -210,6 +210,42 @@ void CaseContext::receive_from_sender(Sender& s, Answer& a) {
   }
   send_ack(c.src_conn_id.get(), c.dst_conn_id.get(), c.path_id, c.stream_id.get(), s.watermark, cum, c.tx_ts.get(), got,
            "the suite acknowledging the DUT's packet");
+}
+
+void CaseContext::send_read_response(const SenderConnection& c, const Answer& request) {
+  const auto& h = request.view.common;
+  const mw::ReadReqExt& r = request.view.ext.read_req;
+  const SenderJob& j = c.job;
+  Sender* sender = nullptr;
+  for (const auto& k : senders_)
+    if (k->conn.tool_id == c.tool_id) sender = k.get();
+  if (!sender) throw CaseFailure("internal: a READ response on a connection the case did not start");
+  // The bytes a READ of the suite's target reads (traffic.h: slot pattern, word 0 included).
+  const uint64_t off = r.remote_addr.get() - j.region_addr;
+  const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
+  const uint64_t slot = off / sb;
+  for (uint32_t o = 0; o < r.length.get(); o += j.mtu_payload) {
+    Outgoing out;
+    out.op = mw::Opcode::kReadResp;
+    out.path = 0;
+    out.dst_conn = c.dut_id;
+    out.src_conn = c.tool_id;
+    out.stream = h.stream_id.get();
+    // The suite never retransmits (loopback, or a fabric without loss): every
+    // seq before this one is given up, so path_floor = path_seq.
+    out.seq = out.floor = sender->response_seq++;
+    out.msg_seq = h.msg_seq.get();
+    out.msg_offset = o;
+    out.msg_len = r.length.get();
+    const uint32_t plen = std::min(j.mtu_payload, r.length.get() - o);
+    out.flags = static_cast<uint8_t>((o == 0 ? mw::kFlagFirst : 0) | (o + plen == out.msg_len ? mw::kFlagLast | mw::kFlagAckReq : 0));
+    out.payload.resize(plen);
+    for (uint32_t i = 0; i < plen; ++i) {
+      const uint64_t b = (off % sb) + o + i;
+      out.payload[i] = static_cast<uint8_t>(pattern_word(c.seed, slot, b / 8) >> (8 * (b % 8)));
+    }
+    send(out);
+  }
 }
 
 bool CaseContext::sender_complete(const SenderConnection& c) const {
@@ -470,11 +506,13 @@ void CaseContext::check_well_formed(const Answer& a) {
            "a NAK with path_seq, path_floor and msg_seq 0 (§8)", describe_packet(*a.bytes));
     return;
   }
-  // A DUT sending toward the suite: its WRITEs and PROBEs (§4).
+  // A DUT sending toward the suite: its WRITEs, READ_REQs and PROBEs (§4).
   const bool from_sender = std::any_of(senders_.begin(), senders_.end(), [&](const auto& k) {
     return k->conn.tool_id == c.dst_conn_id.get() && k->conn.dut_id == c.src_conn_id.get();
   });
-  if (from_sender && (a.view.opcode == mw::Opcode::kWrite || a.view.opcode == mw::Opcode::kProbe)) return;
+  if (from_sender && (a.view.opcode == mw::Opcode::kWrite || a.view.opcode == mw::Opcode::kReadReq ||
+                      a.view.opcode == mw::Opcode::kProbe))
+    return;
   // Responses and the DUT's own PROBEs only where the case asks for responses.
   if (acknowledge_ && (a.view.opcode == mw::Opcode::kAtomicResp || a.view.opcode == mw::Opcode::kReadResp ||
                        a.view.opcode == mw::Opcode::kProbe))

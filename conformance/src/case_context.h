@@ -139,6 +139,10 @@ class CaseContext {
   // receive watermark (§6.3, §11.7), except the packets `withhold` picks,
   // which it treats as lost on the fabric: neither recorded nor acknowledged.
   const SenderConnection& start_sender(SenderJob job, std::function<bool(const Answer&)> withhold);
+  // Answers a READ_REQ of the DUT's job with READ_RESP packets on the suite's
+  // path 0 (§5.3, §11.12), the bytes of the suite's target as the DUT's data
+  // pattern has them (traffic.h: a READ target holds the slot pattern).
+  void send_read_response(const SenderConnection& s, const Answer& request);
   // True once every message of the job is complete at the suite.
   bool sender_complete(const SenderConnection& s) const;
   // The stream's watermark as the suite computes it.
@@ -198,6 +202,7 @@ class CaseContext {
     std::map<uint32_t, std::set<uint32_t>> chunks;        // per message above the watermark: offsets received
     std::map<uint32_t, uint32_t> lengths;                 // per message: msg_len
     uint32_t watermark = 0;
+    uint32_t response_seq = 0;  // the suite's own path 0 sequence (its READ responses)
     bool finished = false;
   };
   std::vector<std::unique_ptr<Sender>> senders_;

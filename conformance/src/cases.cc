@@ -568,6 +568,46 @@ void retransmit_exact_hole(CaseContext& ctx) {
              format("%" PRIu64 " RTOs", o.rtos));
 }
 
+// The DUT reads 2 two-chunk messages from the suite; the suite answers message
+// 1 in full before message 0. The requester must still complete them in post
+// order (§11.11): the DUT's traffic job checks that every completion comes in
+// the order it posted, and reports a completion out of post order as its
+// first error.
+void completion_requester_order(CaseContext& ctx) {
+  SenderJob job;
+  job.operation = "read";
+  job.paths = 1;
+  job.queue_depth = 2;
+  job.mtu_payload = kChunk;
+  job.max_message_bytes = 2 * kChunk;
+  job.message_bytes = 2 * kChunk;
+  job.messages = 2;
+  job.min_rto_ns = 50'000'000;  // no timer of the DUT fires while the suite answers
+  const SenderConnection& s = ctx.start_sender(job, nullptr);
+  const Answer* request[2] = {nullptr, nullptr};
+  const bool both = ctx.collect_until([&] {
+    for (const Answer* a : ctx.sender_packets(s))
+      if (a->view.opcode == mw::Opcode::kReadReq && a->view.common.msg_seq.get() < 2)
+        request[a->view.common.msg_seq.get()] = a;
+    return request[0] && request[1];
+  });
+  if (!both)
+    throw CaseFailure(format("expected the DUT's READ_REQs for messages 0 and 1 (queue depth 2) within %lld ms; seen %s",
+                             static_cast<long long>(ctx.options().answer_timeout.count()),
+                             request[0] ? "message 0 only" : request[1] ? "message 1 only" : "neither"));
+  for (const Answer* r : request)
+    ctx.expect(r->view.ext.read_req.length.get() == s.job.message_bytes && r->view.ext.read_req.rkey.get() == s.job.rkey,
+               format("READ_REQs of %u bytes under the suite's rkey 0x%08x (§5.3)", s.job.message_bytes, s.job.rkey),
+               describe_packet(*r->bytes));
+  ctx.send_read_response(s, *request[1]);
+  ctx.send_read_response(s, *request[0]);
+  const SenderOutcome o = ctx.finish_sender(s);
+  ctx.expect(o.ended && o.state == "DONE" && o.completion_errors == 0 && o.error.empty(),
+             "the DUT's job DONE with no error: READ 0 completed before READ 1 although READ 1's response arrived "
+             "first (completions in post order, §11.11, §11.12)",
+             (o.ended ? o.state : "still " + o.state) + (o.error.empty() ? "" : ": " + o.error));
+}
+
 }  // namespace
 
 const std::vector<CaseInfo>& catalogue() {
@@ -645,6 +685,11 @@ const std::vector<CaseInfo>& catalogue() {
        "the lost chunk sent again once, with RETX, a fresh seq and its payload; every other chunk sent once; the job "
        "DONE with no RTO",
        retransmit_exact_hole},
+      {"completion.requester-order", "§11.11, §11.12", "the DUT as requester completes READs in post order",
+       "the DUT's traffic job toward the suite: 2 READs of 2 chunks (queue depth 2, min RTO 50 ms); the suite answers "
+       "message 1 in full, then message 0",
+       "the job DONE with no completion error and no first error (its driver names a completion out of post order)",
+       completion_requester_order},
   };
   return cases;
 }

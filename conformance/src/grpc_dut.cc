@@ -241,7 +241,7 @@ class GrpcDut final : public Dut {
     peer_service_.offer(offer);
     v1::StartJobRequest req;
     v1::JobSpec& spec = *req.mutable_spec();
-    spec.set_operation(v1::OPERATION_WRITE);
+    spec.set_operation(job.operation == "read" ? v1::OPERATION_READ : v1::OPERATION_WRITE);
     spec.add_peers(server_address_);
     spec.add_message_bytes(job.message_bytes);
     spec.set_connections(1);

@@ -109,6 +109,7 @@ void FakeDut::send(std::span<const uint8_t> packet, mw::Ecn ecn) {
   if (e != mw::DecodeError::kNone) return;  // §7, §10: dropped silently
   if (auto snd = senders_.find(v.common.dst_conn_id.get()); snd != senders_.end()) {
     if (v.opcode == mw::Opcode::kAck) on_sender_ack(snd->second, v);
+    if (v.opcode == mw::Opcode::kReadResp) on_read_response(snd->second, v);
     if (snd->second.outcome.ended) {  // the job is over: its connection goes
       ended_[snd->second.conn.job_id] = snd->second.outcome;
       senders_.erase(snd);
@@ -374,9 +375,62 @@ mc::SenderConnection FakeDut::start_sender(const mc::SenderJob& job, std::chrono
 
 void FakeDut::post_messages(Sender& s) {
   const mc::SenderJob& j = s.conn.job;
+  if (j.operation == "read") {
+    for (; s.posted < j.messages && s.posted - s.completed < j.queue_depth; ++s.posted) {
+      const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
+      mw::CommonHeader h{};
+      h.version = mw::kVersion << 4;
+      h.opcode = static_cast<uint8_t>(mw::Opcode::kReadReq);
+      h.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
+      h.dst_conn_id.set(s.conn.tool_id);
+      h.src_conn_id.set(s.conn.dut_id);
+      const uint32_t seq = s.next_seq++;
+      h.path_seq.set(seq);
+      h.path_floor.set(seq);  // nothing before it is outstanding here: the suite loses none of these
+      h.msg_seq.set(static_cast<uint32_t>(s.posted));
+      h.tx_ts.set(seq + 1);
+      mw::ReadReqExt r{};
+      r.remote_addr.set(j.region_addr + (s.posted % (2 * std::max<uint32_t>(j.queue_depth, 1))) * sb);
+      r.rkey.set(j.rkey);
+      r.length.set(j.message_bytes);
+      std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kReadReq, 0));
+      mw::encode_packet(out, h, &r, sizeof r, {});
+      out_.push_back(std::move(out));
+    }
+    return;
+  }
   for (; s.posted < j.messages && s.posted - s.watermark < j.queue_depth; ++s.posted)
     for (uint32_t off = 0; off < j.message_bytes; off += j.mtu_payload)
       transmit(s, static_cast<uint32_t>(s.posted), off, false);
+}
+
+void FakeDut::on_read_response(Sender& s, const mw::PacketView& v) {
+  const uint32_t msg = v.common.msg_seq.get();
+  if (msg >= s.posted || s.arrived.count(msg)) return;
+  auto& got = s.responses[msg];
+  got.insert(v.common.msg_offset.get());
+  if (got.size() * s.conn.job.mtu_payload < s.conn.job.message_bytes) return;
+  s.arrived.insert(msg);
+  if (bugs_.complete_reads_in_arrival_order) return complete(s, msg);
+  while (s.arrived.count(static_cast<uint32_t>(s.completed))) complete(s, static_cast<uint32_t>(s.completed));  // §11.11
+}
+
+// A READ completion, checked as metaroced's traffic job checks it: in post order.
+void FakeDut::complete(Sender& s, uint32_t msg) {
+  if (s.outcome.ended) return;
+  if (msg != s.completed) {
+    s.outcome.ended = true;
+    s.outcome.state = "FAILED";
+    s.outcome.error = "stream 0 message " + std::to_string(s.completed) + ": completion out of post order";
+    return;
+  }
+  ++s.completed;
+  if (s.completed == s.conn.job.messages) {
+    s.outcome.ended = true;
+    s.outcome.state = "DONE";
+    return;
+  }
+  post_messages(s);
 }
 
 void FakeDut::transmit(Sender& s, uint32_t msg, uint32_t off, bool retx, std::optional<uint32_t> reuse) {
@@ -459,6 +513,7 @@ void FakeDut::on_sender_ack(Sender& s, const mw::PacketView& v) {
   }
   if (v.common.stream_id.get() == 0 && seq_diff(v.common.msg_seq.get(), static_cast<uint32_t>(s.watermark)) > 0)
     s.watermark = v.common.msg_seq.get();
+  if (s.conn.job.operation == "read") return;  // READs complete on their responses
   if (s.watermark >= s.conn.job.messages) {
     s.outcome.ended = true;
     s.outcome.state = "DONE";

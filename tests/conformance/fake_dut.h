@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct Bugs {
   bool go_back_n = false;              // a hole resends it and everything sent after it (SACKed or not)
   bool no_fast_retransmit = false;     // a SACKed hole is never retransmitted (it has no timer either)
   bool retransmit_same_seq = false;    // a retransmission reuses the lost packet's path_seq
+  bool complete_reads_in_arrival_order = false;  // a READ completes when its response is in, not in post order
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -112,11 +114,16 @@ class FakeDut final : public metaroce::conformance::Dut {
     uint32_t next_seq = 0;
     std::map<uint32_t, Tx> txs;  // by path_seq
     uint64_t posted = 0, watermark = 0, retransmits = 0;
+    uint64_t completed = 0;                                  // READs completed, in post order
+    std::map<uint32_t, std::set<uint32_t>> responses;        // READ: offsets of each message's response
+    std::set<uint32_t> arrived;                              // READ: messages whose response is complete
     metaroce::conformance::SenderOutcome outcome;
   };
   void post_messages(Sender& s);
   void transmit(Sender& s, uint32_t msg, uint32_t offset, bool retx, std::optional<uint32_t> seq = std::nullopt);
   void on_sender_ack(Sender& s, const metaroce::wire::PacketView& v);
+  void on_read_response(Sender& s, const metaroce::wire::PacketView& v);
+  void complete(Sender& s, uint32_t msg);
 
   void on_packet(Conn& c, const metaroce::wire::PacketView& v, bool ce);
   void on_write(Conn& c, const metaroce::wire::PacketView& v);

@@ -150,6 +150,8 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
        {"retransmit.exact-hole"}},
       {"sender retransmits under the lost seq", with([](Bugs& b) { b.retransmit_same_seq = true; }),
        {"retransmit.exact-hole"}},
+      {"requester completes READs in arrival order", with([](Bugs& b) { b.complete_reads_in_arrival_order = true; }),
+       {"completion.requester-order"}},
   };
   std::printf("%-55s %s\n", "broken responder", "cases failed");
   for (const Variant& v : variants) {

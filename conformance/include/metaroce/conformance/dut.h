@@ -84,8 +84,9 @@ struct DutRegion {
 };
 
 // A traffic job the DUT runs toward the suite (one connection, one stream,
-// WRITEs of message_bytes, path 0 .. paths-1; metaroce.v1 Traffic.Start).
+// WRITEs or READs of message_bytes, path 0 .. paths-1; metaroce.v1 Traffic.Start).
 struct SenderJob {
+  std::string operation = "write"; // "write" or "read"
   uint32_t tool_id = 0;            // the suite's connection id, what it answers Peer.Accept with
   uint32_t paths = 1;
   uint32_t queue_depth = 4;        // outstanding messages
