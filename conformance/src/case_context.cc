@@ -35,11 +35,11 @@ std::string flags_text(uint8_t f) {
   return s.empty() ? "0" : s;
 }
 
-// Slot geometry of the target region (traffic.h SlotLayout).
-uint32_t slots_per_stream(const ConnectionRequest& r) { return 2 * std::max<uint32_t>(r.queue_depth, 1); }
-uint32_t slot_bytes(const ConnectionRequest& r) {
-  return std::max<uint32_t>(8, (r.max_message_bytes + 7) & ~7u);
-}
+// Slot geometry of a target region (traffic.h SlotLayout).
+uint32_t slots_per_stream(uint32_t queue_depth) { return 2 * std::max<uint32_t>(queue_depth, 1); }
+uint32_t slot_bytes(uint32_t max_message_bytes) { return std::max<uint32_t>(8, (max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(const ConnectionRequest& r) { return slots_per_stream(r.queue_depth); }
+uint32_t slot_bytes(const ConnectionRequest& r) { return slot_bytes(r.max_message_bytes); }
 
 }  // namespace
 
@@ -159,10 +159,11 @@ const SenderConnection& CaseContext::start_sender(SenderJob job, std::function<b
   // The suite's target region (it places nothing: the packets are judged as they come).
   job.region_addr = 0x500000000000ull + (uint64_t{id} << 20);
   job.rkey = id ^ 0x5A5A0000u;
-  job.region_bytes = 2ull * std::max<uint32_t>(job.queue_depth, 1) * std::max<uint32_t>(8, (job.max_message_bytes + 7) & ~7u) + 8;
+  job.region_bytes = uint64_t{slots_per_stream(job.queue_depth)} * slot_bytes(job.max_message_bytes) + 8;  // 1 stream
   note_sent(format("Traffic.Start at the DUT toward the suite: %s, %" PRIu64 " messages of %u B, %u paths, queue depth "
                    "%u, chunk %u B, min RTO %" PRId64 " ns; the suite answers Peer.Accept as id 0x%06x",
-                   job.operation.c_str(), job.messages, job.message_bytes, job.paths, job.queue_depth, job.mtu_payload, job.min_rto_ns, id));
+                   job.operation.c_str(), job.messages, job.message_bytes, job.paths, job.queue_depth,
+                   job.mtu_payload, job.min_rto_ns, id));
   auto s = std::make_unique<Sender>();
   s->conn = dut_.start_sender(job, options_.answer_timeout);
   s->withhold = std::move(withhold);
@@ -222,7 +223,7 @@ void CaseContext::send_read_response(const SenderConnection& c, const Answer& re
   if (!sender) throw CaseFailure("internal: a READ response on a connection the case did not start");
   // The bytes a READ of the suite's target reads (traffic.h: slot pattern, word 0 included).
   const uint64_t off = r.remote_addr.get() - j.region_addr;
-  const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
+  const uint32_t sb = slot_bytes(j.max_message_bytes);
   const uint64_t slot = off / sb;
   for (uint32_t o = 0; o < r.length.get(); o += j.mtu_payload) {
     Outgoing out;
@@ -238,7 +239,8 @@ void CaseContext::send_read_response(const SenderConnection& c, const Answer& re
     out.msg_offset = o;
     out.msg_len = r.length.get();
     const uint32_t plen = std::min(j.mtu_payload, r.length.get() - o);
-    out.flags = static_cast<uint8_t>((o == 0 ? mw::kFlagFirst : 0) | (o + plen == out.msg_len ? mw::kFlagLast | mw::kFlagAckReq : 0));
+    out.flags = static_cast<uint8_t>((o == 0 ? mw::kFlagFirst : 0) |
+                                     (o + plen == out.msg_len ? mw::kFlagLast | mw::kFlagAckReq : 0));
     out.payload.resize(plen);
     for (uint32_t i = 0; i < plen; ++i) {
       const uint64_t b = (off % sb) + o + i;

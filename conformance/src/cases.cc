@@ -564,7 +564,8 @@ void retransmit_exact_hole(CaseContext& ctx) {
     }
   ctx.expect(o.state == "DONE" && o.completion_errors == 0,
              "the DUT's job DONE without completion errors", o.state + (o.error.empty() ? "" : ": " + o.error));
-  ctx.expect(o.rtos == 0, "no retransmission timeout at the DUT: the hole repaired on the SACK, at once (§11.4, §11.6)",
+  ctx.expect(o.rtos == 0,
+             "no retransmission timeout at the DUT: the hole repaired on the SACK, at once (§11.4, §11.6)",
              format("%" PRIu64 " RTOs", o.rtos));
 }
 
@@ -592,11 +593,13 @@ void completion_requester_order(CaseContext& ctx) {
     return request[0] && request[1];
   });
   if (!both)
-    throw CaseFailure(format("expected the DUT's READ_REQs for messages 0 and 1 (queue depth 2) within %lld ms; seen %s",
+    throw CaseFailure(format("expected the DUT's READ_REQs for messages 0 and 1 (queue depth 2) within %lld ms; "
+                             "seen %s",
                              static_cast<long long>(ctx.options().answer_timeout.count()),
                              request[0] ? "message 0 only" : request[1] ? "message 1 only" : "neither"));
   for (const Answer* r : request)
-    ctx.expect(r->view.ext.read_req.length.get() == s.job.message_bytes && r->view.ext.read_req.rkey.get() == s.job.rkey,
+    ctx.expect(r->view.ext.read_req.length.get() == s.job.message_bytes &&
+                   r->view.ext.read_req.rkey.get() == s.job.rkey,
                format("READ_REQs of %u bytes under the suite's rkey 0x%08x (§5.3)", s.job.message_bytes, s.job.rkey),
                describe_packet(*r->bytes));
   ctx.send_read_response(s, *request[1]);

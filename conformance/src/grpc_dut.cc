@@ -435,7 +435,8 @@ class GrpcDut final : public Dut {
   void serve_peer() {
     if (server_) return;
     char dir[] = "/tmp/metaroce-conformance-XXXXXX";
-    if (!mkdtemp(dir)) throw DutError(std::string("mkdtemp for the suite's Peer socket failed: ") + std::strerror(errno));
+    if (!mkdtemp(dir))
+      throw DutError(std::string("mkdtemp for the suite's Peer socket failed: ") + std::strerror(errno));
     server_dir_ = dir;
     server_address_ = "unix://" + server_dir_ + "/peer.sock";
     grpc::ServerBuilder b;

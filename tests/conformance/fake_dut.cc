@@ -17,8 +17,10 @@ namespace {
 
 int32_t seq_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b); }
 
-uint32_t slots_per_stream(const mc::ConnectionRequest& r) { return 2 * std::max<uint32_t>(r.queue_depth, 1); }
-uint32_t slot_bytes(const mc::ConnectionRequest& r) { return std::max<uint32_t>(8, (r.max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(uint32_t queue_depth) { return 2 * std::max<uint32_t>(queue_depth, 1); }
+uint32_t slot_bytes(uint32_t max_message_bytes) { return std::max<uint32_t>(8, (max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(const mc::ConnectionRequest& r) { return slots_per_stream(r.queue_depth); }
+uint32_t slot_bytes(const mc::ConnectionRequest& r) { return slot_bytes(r.max_message_bytes); }
 
 uint64_t load_u64(const uint8_t* p) {
   uint64_t v;
@@ -377,7 +379,6 @@ void FakeDut::post_messages(Sender& s) {
   const mc::SenderJob& j = s.conn.job;
   if (j.operation == "read") {
     for (; s.posted < j.messages && s.posted - s.completed < j.queue_depth; ++s.posted) {
-      const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
       mw::CommonHeader h{};
       h.version = mw::kVersion << 4;
       h.opcode = static_cast<uint8_t>(mw::Opcode::kReadReq);
@@ -390,7 +391,7 @@ void FakeDut::post_messages(Sender& s) {
       h.msg_seq.set(static_cast<uint32_t>(s.posted));
       h.tx_ts.set(seq + 1);
       mw::ReadReqExt r{};
-      r.remote_addr.set(j.region_addr + (s.posted % (2 * std::max<uint32_t>(j.queue_depth, 1))) * sb);
+      r.remote_addr.set(j.region_addr + (s.posted % slots_per_stream(j.queue_depth)) * slot_bytes(j.max_message_bytes));
       r.rkey.set(j.rkey);
       r.length.set(j.message_bytes);
       std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kReadReq, 0));
@@ -412,7 +413,8 @@ void FakeDut::on_read_response(Sender& s, const mw::PacketView& v) {
   if (got.size() * s.conn.job.mtu_payload < s.conn.job.message_bytes) return;
   s.arrived.insert(msg);
   if (bugs_.complete_reads_in_arrival_order) return complete(s, msg);
-  while (s.arrived.count(static_cast<uint32_t>(s.completed))) complete(s, static_cast<uint32_t>(s.completed));  // §11.11
+  // §11.11: in post order.
+  while (s.arrived.count(static_cast<uint32_t>(s.completed))) complete(s, static_cast<uint32_t>(s.completed));
 }
 
 // A READ completion, checked as metaroced's traffic job checks it: in post order.
@@ -442,9 +444,8 @@ void FakeDut::transmit(Sender& s, uint32_t msg, uint32_t off, bool retx, std::op
     if (!tx.resolved && seq_diff(q, floor) < 0) floor = q;
   if (seq_diff(seq, floor) < 0) floor = seq;
   s.txs[seq] = Tx{msg, off, false};
-  const uint32_t sps = 2 * std::max<uint32_t>(j.queue_depth, 1);
-  const uint32_t sb = std::max<uint32_t>(8, (j.max_message_bytes + 7) & ~7u);
-  const uint64_t slot = msg % sps;
+  const uint32_t sb = slot_bytes(j.max_message_bytes);
+  const uint64_t slot = msg % slots_per_stream(j.queue_depth);
   std::vector<uint8_t> payload(plen);
   for (uint32_t i = 0; i < plen; ++i) {
     const uint32_t b = off + i;
@@ -502,7 +503,8 @@ void FakeDut::on_sender_ack(Sender& s, const mw::PacketView& v) {
       for (const auto& [q, tx] : s.txs)
         if (seq_diff(q, lost.front()) >= 0) resend.push_back({q, std::nullopt});
     } else {
-      for (uint32_t q : lost) resend.push_back({q, bugs_.retransmit_same_seq ? std::optional<uint32_t>(q) : std::nullopt});
+      for (uint32_t q : lost)
+        resend.push_back({q, bugs_.retransmit_same_seq ? std::optional<uint32_t>(q) : std::nullopt});
     }
     for (const auto& [q, reuse] : resend) {
       Tx& tx = s.txs[q];
