@@ -35,11 +35,11 @@ std::string flags_text(uint8_t f) {
   return s.empty() ? "0" : s;
 }
 
-// Slot geometry of the target region (traffic.h SlotLayout).
-uint32_t slots_per_stream(const ConnectionRequest& r) { return 2 * std::max<uint32_t>(r.queue_depth, 1); }
-uint32_t slot_bytes(const ConnectionRequest& r) {
-  return std::max<uint32_t>(8, (r.max_message_bytes + 7) & ~7u);
-}
+// Slot geometry of a target region (traffic.h SlotLayout).
+uint32_t slots_per_stream(uint32_t queue_depth) { return 2 * std::max<uint32_t>(queue_depth, 1); }
+uint32_t slot_bytes(uint32_t max_message_bytes) { return std::max<uint32_t>(8, (max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(const ConnectionRequest& r) { return slots_per_stream(r.queue_depth); }
+uint32_t slot_bytes(const ConnectionRequest& r) { return slot_bytes(r.max_message_bytes); }
 
 }  // namespace
 
@@ -109,6 +109,8 @@ CaseContext::CaseContext(Dut& dut, const RunOptions& options, uint64_t case_seed
     : dut_(dut), options_(options), seed_(case_seed), result_(result) {}
 
 CaseContext::~CaseContext() {
+  for (const auto& s : senders_)
+    if (!s->finished) dut_.stop_sender(s->conn);
   for (const auto& c : conns_) dut_.close(*c);
   for (uint32_t key : regions_) dut_.deregister_region(key);
 }
@@ -143,7 +145,139 @@ DutRegion CaseContext::register_region(uint64_t length, const std::vector<std::s
 }
 
 bool CaseContext::owns_tool_id(uint32_t id) const {
-  return std::any_of(conns_.begin(), conns_.end(), [&](const auto& c) { return c->tool_id == id; });
+  return std::any_of(conns_.begin(), conns_.end(), [&](const auto& c) { return c->tool_id == id; }) ||
+         std::any_of(senders_.begin(), senders_.end(), [&](const auto& s) { return s->conn.tool_id == id; });
+}
+
+const SenderConnection& CaseContext::start_sender(SenderJob job, std::function<bool(const Answer&)> withhold) {
+  uint32_t id = 0;
+  do {
+    seed_ = splitmix64(seed_);
+    id = static_cast<uint32_t>(seed_ % 0xFFFFFF) + 1;
+  } while (owns_tool_id(id));
+  job.tool_id = id;
+  // The suite's target region (it places nothing: the packets are judged as they come).
+  job.region_addr = 0x500000000000ull + (uint64_t{id} << 20);
+  job.rkey = id ^ 0x5A5A0000u;
+  job.region_bytes = uint64_t{slots_per_stream(job.queue_depth)} * slot_bytes(job.max_message_bytes) + 8;  // 1 stream
+  note_sent(format("Traffic.Start at the DUT toward the suite: %s, %" PRIu64 " messages of %u B, %u paths, queue depth "
+                   "%u, chunk %u B, min RTO %" PRId64 " ns; the suite answers Peer.Accept as id 0x%06x",
+                   job.operation.c_str(), job.messages, job.message_bytes, job.paths, job.queue_depth,
+                   job.mtu_payload, job.min_rto_ns, id));
+  auto s = std::make_unique<Sender>();
+  s->conn = dut_.start_sender(job, options_.answer_timeout);
+  s->withhold = std::move(withhold);
+  note_seen(format("Peer.Accept from the DUT: its id 0x%06x, job %" PRIu64, s->conn.dut_id, s->conn.job_id));
+  senders_.push_back(std::move(s));
+  return senders_.back()->conn;
+}
+
+CaseContext::Sender* CaseContext::sender_of(const Answer& a) {
+  if (a.error != mw::DecodeError::kNone) return nullptr;
+  for (const auto& s : senders_)
+    if (s->conn.tool_id == a.view.common.dst_conn_id.get() && s->conn.dut_id == a.view.common.src_conn_id.get())
+      return s.get();
+  return nullptr;
+}
+
+void CaseContext::receive_from_sender(Sender& s, Answer& a) {
+  if (!mw::is_data_opcode(a.view.opcode)) return;
+  const auto& c = a.view.common;
+  if (s.withhold && s.withhold(a)) {
+    a.withheld = true;
+    result_.seen.back() += " (withheld: the suite treats it as lost)";
+    result_.frames.back().comment += " (withheld: the suite treats it as lost)";
+    return;
+  }
+  std::set<uint32_t>& got = s.seqs[c.path_id];
+  got.insert(c.path_seq.get());
+  // §6.2: cum_seq slides to the sender's path_floor, then runs over what arrived.
+  uint32_t cum = c.path_floor.get();
+  while (got.count(cum)) ++cum;
+  // §11.7: the watermark passes complete messages in msg_seq order.
+  if ((a.view.opcode == mw::Opcode::kWrite || a.view.opcode == mw::Opcode::kWriteImm) &&
+      static_cast<int32_t>(c.msg_seq.get() - s.watermark) >= 0) {
+    s.chunks[c.msg_seq.get()].insert(c.msg_offset.get());
+    s.lengths[c.msg_seq.get()] = c.msg_len.get();
+  }
+  for (;;) {
+    auto it = s.lengths.find(s.watermark);
+    if (it == s.lengths.end()) break;
+    const uint32_t chunk = std::max<uint32_t>(s.conn.job.mtu_payload, 1);
+    if (s.chunks[s.watermark].size() < (it->second + chunk - 1) / chunk) break;
+    s.chunks.erase(s.watermark);
+    s.lengths.erase(it);
+    ++s.watermark;
+  }
+  send_ack(c.src_conn_id.get(), c.dst_conn_id.get(), c.path_id, c.stream_id.get(), s.watermark, cum, c.tx_ts.get(), got,
+           "the suite acknowledging the DUT's packet");
+}
+
+void CaseContext::send_read_response(const SenderConnection& c, const Answer& request) {
+  const auto& h = request.view.common;
+  const mw::ReadReqExt& r = request.view.ext.read_req;
+  const SenderJob& j = c.job;
+  Sender* sender = nullptr;
+  for (const auto& k : senders_)
+    if (k->conn.tool_id == c.tool_id) sender = k.get();
+  if (!sender) throw CaseFailure("internal: a READ response on a connection the case did not start");
+  // The bytes a READ of the suite's target reads (traffic.h: slot pattern, word 0 included).
+  const uint64_t off = r.remote_addr.get() - j.region_addr;
+  const uint32_t sb = slot_bytes(j.max_message_bytes);
+  const uint64_t slot = off / sb;
+  for (uint32_t o = 0; o < r.length.get(); o += j.mtu_payload) {
+    Outgoing out;
+    out.op = mw::Opcode::kReadResp;
+    out.path = 0;
+    out.dst_conn = c.dut_id;
+    out.src_conn = c.tool_id;
+    out.stream = h.stream_id.get();
+    // The suite never retransmits (loopback, or a fabric without loss): every
+    // seq before this one is given up, so path_floor = path_seq.
+    out.seq = out.floor = sender->response_seq++;
+    out.msg_seq = h.msg_seq.get();
+    out.msg_offset = o;
+    out.msg_len = r.length.get();
+    const uint32_t plen = std::min(j.mtu_payload, r.length.get() - o);
+    out.flags = static_cast<uint8_t>((o == 0 ? mw::kFlagFirst : 0) |
+                                     (o + plen == out.msg_len ? mw::kFlagLast | mw::kFlagAckReq : 0));
+    out.payload.resize(plen);
+    for (uint32_t i = 0; i < plen; ++i) {
+      const uint64_t b = (off % sb) + o + i;
+      out.payload[i] = static_cast<uint8_t>(pattern_word(c.seed, slot, b / 8) >> (8 * (b % 8)));
+    }
+    send(out);
+  }
+}
+
+bool CaseContext::sender_complete(const SenderConnection& c) const {
+  return sender_watermark(c) >= c.job.messages;
+}
+
+uint32_t CaseContext::sender_watermark(const SenderConnection& c) const {
+  for (const auto& s : senders_)
+    if (s->conn.tool_id == c.tool_id) return s->watermark;
+  return 0;
+}
+
+SenderOutcome CaseContext::finish_sender(const SenderConnection& c) {
+  note_sent(format("Traffic.Watch job %" PRIu64 " at the DUT until it ends", c.job_id));
+  const SenderOutcome o = dut_.finish_sender(c, options_.answer_timeout);
+  for (const auto& s : senders_)
+    if (s->conn.tool_id == c.tool_id && o.ended) s->finished = true;
+  note_seen(format("job %" PRIu64 ": %s, %" PRIu64 " completion errors, %" PRIu64 " retransmits, %" PRIu64 " RTOs%s%s",
+                   c.job_id, o.ended ? o.state.c_str() : ("still " + o.state).c_str(), o.completion_errors,
+                   o.retransmits, o.rtos, o.error.empty() ? "" : "; error: ", o.error.c_str()));
+  return o;
+}
+
+std::vector<const Answer*> CaseContext::sender_packets(const SenderConnection& c) const {
+  std::vector<const Answer*> out;
+  for (const auto& a : answers_)
+    if (a->error == mw::DecodeError::kNone && mw::is_data_opcode(a->view.opcode) &&
+        a->view.common.dst_conn_id.get() == c.tool_id && a->view.common.src_conn_id.get() == c.dut_id)
+      out.push_back(a.get());
+  return out;
 }
 
 // The common header's fields (§4.1) on connection c: every template starts here.
@@ -287,7 +421,8 @@ bool CaseContext::collect_until(const std::function<bool()>& done) {
     if (a->error == mw::DecodeError::kNone && !owns_tool_id(a->view.common.dst_conn_id.get())) continue;
     note_seen(describe_packet(*a->bytes));
     record(true, *a->bytes, wire::Ecn::kNotEct, "seen: " + result_.seen.back());
-    if (acknowledge_) acknowledge(*a);
+    if (Sender* snd = sender_of(*a)) receive_from_sender(*snd, *a);
+    else if (acknowledge_) acknowledge(*a);
     answers_.push_back(std::move(a));
     ok = done();
   }
@@ -315,25 +450,32 @@ void CaseContext::acknowledge(const Answer& a) {
   // cum_seq: the first seq not received, counting from the DUT's floor.
   uint32_t cum = c.path_floor.get();
   while (got.count(cum)) ++cum;
+  send_ack(c.src_conn_id.get(), c.dst_conn_id.get(), path, c.stream_id.get(), 0, cum, c.tx_ts.get(), got,
+           "the suite acknowledging the DUT's packet");
+}
+
+void CaseContext::send_ack(uint32_t dst, uint32_t src, uint8_t path, uint16_t stream, uint32_t watermark, uint32_t cum,
+                           uint32_t echo, const std::set<uint32_t>& got, const std::string& note) {
   mw::AckBlock b{};
   b.path_id = path;
   b.cum_seq.set(cum);
-  b.echo_ts.set(c.tx_ts.get());
+  b.echo_ts.set(echo);
   for (uint32_t s : got)
     if (static_cast<int32_t>(s - cum) > 0 && s - cum - 1 < mw::kSackBits) mw::sack_set(b.sack, s - cum - 1);
   mw::CommonHeader h{};
   h.version = mw::kVersion << 4;
   h.opcode = static_cast<uint8_t>(mw::Opcode::kAck);
   h.path_id = path;
-  h.dst_conn_id.set(c.src_conn_id.get());
-  h.src_conn_id.set(c.dst_conn_id.get());
-  h.stream_id.set(c.stream_id.get());
+  h.dst_conn_id.set(dst);
+  h.src_conn_id.set(src);
+  h.stream_id.set(stream);
+  h.msg_seq.set(watermark);
   h.tx_ts.set(next_ts_++);
   mw::AckExt e{};
   e.num_blocks = 1;
   std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kAck, 0, 1));
   mw::encode_packet(out, h, &e, sizeof e, {}, std::span<const mw::AckBlock>(&b, 1));
-  note_sent(describe_packet(out) + " (the suite acknowledging the DUT's packet)");
+  note_sent(describe_packet(out) + " (" + note + ")");
   record(false, out, wire::Ecn::kNotEct, "sent: " + result_.sent.back());
   dut_.send(out, wire::Ecn::kNotEct);
 }
@@ -353,6 +495,8 @@ void CaseContext::check_well_formed(const Answer& a) {
              "ECE set exactly when ecn_count > 0 (§6.2)", describe_packet(*a.bytes));
     const bool known = std::any_of(conns_.begin(), conns_.end(), [&](const auto& k) {
       return k->tool_id == c.dst_conn_id.get() && k->dut_id == c.src_conn_id.get();
+    }) || std::any_of(senders_.begin(), senders_.end(), [&](const auto& k) {
+      return k->conn.tool_id == c.dst_conn_id.get() && k->conn.dut_id == c.src_conn_id.get();
     });
     expect(known, "an ACK from the DUT's connection id to the suite's (dst_conn_id = suite id, src_conn_id = DUT id, §6.3)",
            describe_packet(*a.bytes));
@@ -364,6 +508,13 @@ void CaseContext::check_well_formed(const Answer& a) {
            "a NAK with path_seq, path_floor and msg_seq 0 (§8)", describe_packet(*a.bytes));
     return;
   }
+  // A DUT sending toward the suite: its WRITEs, READ_REQs and PROBEs (§4).
+  const bool from_sender = std::any_of(senders_.begin(), senders_.end(), [&](const auto& k) {
+    return k->conn.tool_id == c.dst_conn_id.get() && k->conn.dut_id == c.src_conn_id.get();
+  });
+  if (from_sender && (a.view.opcode == mw::Opcode::kWrite || a.view.opcode == mw::Opcode::kReadReq ||
+                      a.view.opcode == mw::Opcode::kProbe))
+    return;
   // Responses and the DUT's own PROBEs only where the case asks for responses.
   if (acknowledge_ && (a.view.opcode == mw::Opcode::kAtomicResp || a.view.opcode == mw::Opcode::kReadResp ||
                        a.view.opcode == mw::Opcode::kProbe))

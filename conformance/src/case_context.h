@@ -63,6 +63,7 @@ struct Answer {
   std::shared_ptr<const std::vector<uint8_t>> bytes;
   wire::DecodeError error = wire::DecodeError::kNone;
   wire::PacketView view;
+  bool withheld = false;  // a DUT data packet the suite treated as lost (start_sender's `withhold`)
   bool is_ack() const { return error == wire::DecodeError::kNone && view.opcode == wire::Opcode::kAck; }
   bool is_nak() const { return error == wire::DecodeError::kNone && view.opcode == wire::Opcode::kNak; }
 };
@@ -86,6 +87,7 @@ class CaseContext {
   CaseContext& operator=(const CaseContext&) = delete;
 
   Dut& dut() { return dut_; }
+  const RunOptions& options() const { return options_; }
 
   // Opens a connection at the DUT with a fresh suite-side id and the case's seed.
   const DutConnection& open(ConnectionRequest request = {});
@@ -129,6 +131,27 @@ class CaseContext {
   // one NAK naming (stream, msg_seq); fails the case when none arrives.
   const Answer& await_nak(uint32_t tool_id, uint16_t stream, uint32_t msg_seq, const std::string& what);
 
+  // The DUT as the sender (requester): it connects to the suite and runs
+  // `job` toward it (Dut::start_sender; the suite's id and target region are
+  // filled in). The suite then plays the responder: it acknowledges every
+  // data packet of the DUT on that connection at once (§6.4) with the path's
+  // cum_seq and SACK (sliding to the DUT's path_floor, §6.2) and the stream's
+  // receive watermark (§6.3, §11.7), except the packets `withhold` picks,
+  // which it treats as lost on the fabric: neither recorded nor acknowledged.
+  const SenderConnection& start_sender(SenderJob job, std::function<bool(const Answer&)> withhold);
+  // Answers a READ_REQ of the DUT's job with READ_RESP packets on the suite's
+  // path 0 (§5.3, §11.12), the bytes of the suite's target as the DUT's data
+  // pattern has them (traffic.h: a READ target holds the slot pattern).
+  void send_read_response(const SenderConnection& s, const Answer& request);
+  // True once every message of the job is complete at the suite.
+  bool sender_complete(const SenderConnection& s) const;
+  // The stream's watermark as the suite computes it.
+  uint32_t sender_watermark(const SenderConnection& s) const;
+  // Waits for the job's end (bounded by the answer timeout) and records it.
+  SenderOutcome finish_sender(const SenderConnection& s);
+  // The DUT's data packets on connection s, in arrival order.
+  std::vector<const Answer*> sender_packets(const SenderConnection& s) const;
+
   const std::vector<std::unique_ptr<Answer>>& answers() const { return answers_; }
   std::vector<const Answer*> naks() const;
   // Blocks for path of connection c in every ACK so far, in arrival order.
@@ -153,6 +176,11 @@ class CaseContext {
   void check_well_formed(const Answer& a);
   void acknowledge(const Answer& a);
   bool owns_tool_id(uint32_t id) const;
+  struct Sender;
+  Sender* sender_of(const Answer& a);
+  void receive_from_sender(Sender& s, Answer& a);
+  void send_ack(uint32_t dst, uint32_t src, uint8_t path, uint16_t stream, uint32_t watermark, uint32_t cum,
+                uint32_t echo, const std::set<uint32_t>& got, const std::string& note);
 
   Dut& dut_;
   RunOptions options_;
@@ -166,6 +194,18 @@ class CaseContext {
   bool acknowledge_ = false;
   // Per DUT path: the seqs received from the DUT (for the suite's own ACKs).
   std::map<uint8_t, std::set<uint32_t>> dut_seqs_;
+  // The suite as the responder of a DUT's job.
+  struct Sender {
+    SenderConnection conn;
+    std::function<bool(const Answer&)> withhold;
+    std::map<uint8_t, std::set<uint32_t>> seqs;           // per path: seqs recorded
+    std::map<uint32_t, std::set<uint32_t>> chunks;        // per message above the watermark: offsets received
+    std::map<uint32_t, uint32_t> lengths;                 // per message: msg_len
+    uint32_t watermark = 0;
+    uint32_t response_seq = 0;  // the suite's own path 0 sequence (its READ responses)
+    bool finished = false;
+  };
+  std::vector<std::unique_ptr<Sender>> senders_;
 };
 
 // The data pattern of Peer.Verify (daemon/include/metaroce/daemon/traffic.h):

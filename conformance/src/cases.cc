@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 
 #include "case_context.h"
 
@@ -487,6 +488,129 @@ void ack_ecn_echo(CaseContext& ctx) {
              format("a sum of %" PRIu64, total));
 }
 
+
+// ---------------------------------------------------------------- the DUT as the sender
+
+// The DUT writes 4 two-chunk messages toward the suite over one path; the
+// suite loses its path_seq 2 (message 1's first chunk) and SACKs the rest.
+void retransmit_exact_hole(CaseContext& ctx) {
+  SenderJob job;
+  job.paths = 1;
+  job.queue_depth = 4;
+  job.mtu_payload = kChunk;
+  job.max_message_bytes = 2 * kChunk;
+  job.message_bytes = 2 * kChunk;
+  job.messages = 4;
+  // A DUT's timers cannot repair the hole first: its RTO is at least 50 ms.
+  job.min_rto_ns = 50'000'000;
+  bool lost_one = false;
+  const SenderConnection& s = ctx.start_sender(job, [&](const Answer& a) {
+    if (lost_one || a.view.opcode != mw::Opcode::kWrite || a.view.common.path_id != 0 ||
+        a.view.common.path_seq.get() != 2)
+      return false;
+    return lost_one = true;
+  });
+  const uint32_t chunks = job.message_bytes / kChunk;
+  if (!ctx.collect_until([&] { return ctx.sender_complete(s); }))
+    throw CaseFailure(format("expected every chunk of the DUT's %" PRIu64 " messages, the lost one (path 0 seq 2) "
+                             "retransmitted once a later seq was SACKed (§11.4), within %lld ms; seen the suite's "
+                             "watermark stop at %u%s",
+                             job.messages, static_cast<long long>(ctx.options().answer_timeout.count()),
+                             ctx.sender_watermark(s), lost_one ? "" : " (the DUT never sent path 0 seq 2)"));
+  const SenderOutcome o = ctx.finish_sender(s);
+  ctx.expect(o.ended, "the DUT's job to end once the suite's watermark passed every message (§6.3, §11.11)",
+             "job still " + o.state);
+  // Fence: the job's connection is gone, so a PROBE to it gets an
+  // UNKNOWN_CONNECTION NAK (§8), sent after anything the job sent.
+  Outgoing fence;
+  fence.op = mw::Opcode::kProbe;
+  fence.flags = mw::kFlagAckReq;
+  fence.dst_conn = s.dut_id;
+  fence.src_conn = s.tool_id;
+  ctx.send(fence);
+  ctx.await_nak(s.tool_id, 0, 0, "a PROBE to the ended job's connection: everything the DUT sent is in");
+
+  // Every transmission of every chunk, by (message, offset).
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const Answer*>> sent;
+  const Answer* lost = nullptr;
+  for (const Answer* a : ctx.sender_packets(s)) {
+    if (a->view.opcode != mw::Opcode::kWrite) continue;  // PROBEs are not retransmissions (§11.5)
+    sent[{a->view.common.msg_seq.get(), a->view.common.msg_offset.get()}].push_back(a);
+    if (a->withheld) lost = a;
+  }
+  ctx.expect(lost != nullptr, "the DUT to send path 0 seq 2 (4 messages of 2 chunks on one path)", "no such packet");
+  const auto hole = std::make_pair(lost->view.common.msg_seq.get(), lost->view.common.msg_offset.get());
+  for (uint32_t m = 0; m < job.messages; ++m)
+    for (uint32_t k = 0; k < chunks; ++k) {
+      const auto key = std::make_pair(m, k * kChunk);
+      const auto it = sent.find(key);
+      const size_t n = it == sent.end() ? 0 : it->second.size();
+      if (key == hole) {
+        ctx.expect(n == 2, format("message %u offset %u (lost on path 0 seq 2) sent exactly twice: once, and once "
+                                  "retransmitted (§11.4)", m, k * kChunk),
+                   format("%zu transmissions", n));
+        const Answer& first = *it->second[0];
+        const Answer& again = *it->second[1];
+        ctx.expect((again.view.common.flags & mw::kFlagRetx) != 0 && again.view.common.path_seq.get() != 2 &&
+                       std::equal(first.view.payload.begin(), first.view.payload.end(), again.view.payload.begin(),
+                                  again.view.payload.end()),
+                   "the retransmission with RETX, a fresh path_seq and the original's payload (§4.1, §11.3, §11.4)",
+                   describe_packet(*again.bytes));
+      } else {
+        ctx.expect(n == 1, format("message %u offset %u (received and SACKed) sent exactly once: nothing the suite "
+                                  "acknowledged is sent again (§6.2, §11.4)", m, k * kChunk),
+                   format("%zu transmissions", n));
+      }
+    }
+  ctx.expect(o.state == "DONE" && o.completion_errors == 0,
+             "the DUT's job DONE without completion errors", o.state + (o.error.empty() ? "" : ": " + o.error));
+  ctx.expect(o.rtos == 0,
+             "no retransmission timeout at the DUT: the hole repaired on the SACK, at once (§11.4, §11.6)",
+             format("%" PRIu64 " RTOs", o.rtos));
+}
+
+// The DUT reads 2 two-chunk messages from the suite; the suite answers message
+// 1 in full before message 0. The requester must still complete them in post
+// order (§11.11): the DUT's traffic job checks that every completion comes in
+// the order it posted, and reports a completion out of post order as its
+// first error.
+void completion_requester_order(CaseContext& ctx) {
+  SenderJob job;
+  job.operation = "read";
+  job.paths = 1;
+  job.queue_depth = 2;
+  job.mtu_payload = kChunk;
+  job.max_message_bytes = 2 * kChunk;
+  job.message_bytes = 2 * kChunk;
+  job.messages = 2;
+  job.min_rto_ns = 50'000'000;  // no timer of the DUT fires while the suite answers
+  const SenderConnection& s = ctx.start_sender(job, nullptr);
+  const Answer* request[2] = {nullptr, nullptr};
+  const bool both = ctx.collect_until([&] {
+    for (const Answer* a : ctx.sender_packets(s))
+      if (a->view.opcode == mw::Opcode::kReadReq && a->view.common.msg_seq.get() < 2)
+        request[a->view.common.msg_seq.get()] = a;
+    return request[0] && request[1];
+  });
+  if (!both)
+    throw CaseFailure(format("expected the DUT's READ_REQs for messages 0 and 1 (queue depth 2) within %lld ms; "
+                             "seen %s",
+                             static_cast<long long>(ctx.options().answer_timeout.count()),
+                             request[0] ? "message 0 only" : request[1] ? "message 1 only" : "neither"));
+  for (const Answer* r : request)
+    ctx.expect(r->view.ext.read_req.length.get() == s.job.message_bytes &&
+                   r->view.ext.read_req.rkey.get() == s.job.rkey,
+               format("READ_REQs of %u bytes under the suite's rkey 0x%08x (§5.3)", s.job.message_bytes, s.job.rkey),
+               describe_packet(*r->bytes));
+  ctx.send_read_response(s, *request[1]);
+  ctx.send_read_response(s, *request[0]);
+  const SenderOutcome o = ctx.finish_sender(s);
+  ctx.expect(o.ended && o.state == "DONE" && o.completion_errors == 0 && o.error.empty(),
+             "the DUT's job DONE with no error: READ 0 completed before READ 1 although READ 1's response arrived "
+             "first (completions in post order, §11.11, §11.12)",
+             (o.ended ? o.state : "still " + o.state) + (o.error.empty() ? "" : ": " + o.error));
+}
+
 }  // namespace
 
 const std::vector<CaseInfo>& catalogue() {
@@ -557,6 +681,18 @@ const std::vector<CaseInfo>& catalogue() {
       {"ack.ecn-echo", "§1.4, §6.2", "CE marks echoed per path",
        "5 PROBEs on path 0, 3 of them with IP ECN CE, the others ECT(0)",
        "ecn_count summing to 3 over the path's ACK blocks, ECE exactly where the count is > 0", ack_ecn_echo},
+      {"retransmit.exact-hole", "§6.2, §11.3, §11.4", "the DUT as sender retransmits exactly the hole, at once",
+       "the DUT's traffic job toward the suite: 4 two-chunk WRITEs on one path (min RTO 50 ms); the suite loses path 0 "
+       "seq 2 and acknowledges everything else at once (cum_seq, SACK, watermark); a PROBE to the ended connection as "
+       "the fence",
+       "the lost chunk sent again once, with RETX, a fresh seq and its payload; every other chunk sent once; the job "
+       "DONE with no RTO",
+       retransmit_exact_hole},
+      {"completion.requester-order", "§11.11, §11.12", "the DUT as requester completes READs in post order",
+       "the DUT's traffic job toward the suite: 2 READs of 2 chunks (queue depth 2, min RTO 50 ms); the suite answers "
+       "message 1 in full, then message 0",
+       "the job DONE with no completion error and no first error (its driver names a completion out of post order)",
+       completion_requester_order},
   };
   return cases;
 }

@@ -10,12 +10,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdlib.h>
+
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 
 #include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
+#include "metaroce/v1/traffic.grpc.pb.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::conformance {
@@ -41,14 +47,64 @@ std::string status_text(const std::string& rpc, const grpc::Status& s) {
   return rpc + ": " + name + ": " + s.error_message();
 }
 
+// The suite's own Peer service, for the cases where the DUT is the sender:
+// the DUT's job calls Peer.Accept here as at any peer daemon, and the suite
+// answers with its own endpoint, id and target region.
+class SuitePeer final : public v1::Peer::Service {
+ public:
+  // What the next Peer.Accept is answered with.
+  void offer(const v1::AcceptResponse& answer) {
+    std::lock_guard<std::mutex> g(mu_);
+    offer_ = answer;
+    accepted_.reset();
+  }
+  // The Peer.Accept that took the offer, waiting up to `timeout`.
+  std::optional<v1::AcceptRequest> await_accept(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, timeout, [&] { return accepted_.has_value(); });
+    return accepted_;
+  }
+
+  grpc::Status Accept(grpc::ServerContext*, const v1::AcceptRequest* req, v1::AcceptResponse* resp) override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!offer_)
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "the conformance suite accepts a connection only while a case waits for one"};
+    *resp = *offer_;
+    offer_.reset();
+    accepted_ = *req;
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+  grpc::Status Release(grpc::ServerContext*, const v1::ReleaseRequest*, v1::ReleaseResponse*) override {
+    return grpc::Status::OK;  // the suite keeps no state per connection beyond the case
+  }
+  grpc::Status Verify(grpc::ServerContext*, const v1::VerifyRequest*, v1::VerifyResponse*) override {
+    return {grpc::StatusCode::UNIMPLEMENTED,
+            "the conformance suite starts its jobs with no_verify: it judges the DUT's packets itself"};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<v1::AcceptResponse> offer_;
+  std::optional<v1::AcceptRequest> accepted_;
+};
+
 class GrpcDut final : public Dut {
  public:
   GrpcDut(const GrpcDutOptions& o)
       : options_(o),
         daemon_(v1::Daemon::NewStub(o.channel)),
         peer_(v1::Peer::NewStub(o.channel)),
-        memory_(v1::Memory::NewStub(o.channel)) {}
+        memory_(v1::Memory::NewStub(o.channel)),
+        traffic_(v1::Traffic::NewStub(o.channel)) {}
   ~GrpcDut() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    if (!server_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(server_dir_, ec);
+    }
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -75,12 +131,7 @@ class GrpcDut final : public Dut {
     v1::AcceptRequest req;
     req.set_requester_name("metaroce-conformance");
     req.set_requester_endpoint(ip_text(local_ip_));
-    const wire::MacAddr mac = {0x02, 0x00, static_cast<uint8_t>(local_ip_ >> 24), static_cast<uint8_t>(local_ip_ >> 16),
-                               static_cast<uint8_t>(local_ip_ >> 8), static_cast<uint8_t>(local_ip_)};
-    char mac_text[18];
-    std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4],
-                  mac[5]);
-    req.set_requester_mac(mac_text);
+    req.set_requester_mac(mac_text(local_ip_));
     req.set_requester_udp_port(local_port_);
     req.set_requester_id(r.tool_id);
     req.set_seed(r.seed);
@@ -173,6 +224,98 @@ class GrpcDut final : public Dut {
         !j["endpoint"]["inbound_capacity_bps"].is_number())
       throw DutError("Daemon.GetConfig: no number at endpoint.inbound_capacity_bps in the effective configuration");
     return j["endpoint"]["inbound_capacity_bps"].get<double>();
+  }
+
+  SenderConnection start_sender(const SenderJob& job, std::chrono::milliseconds timeout) override {
+    serve_peer();
+    v1::AcceptResponse offer;
+    offer.set_responder_name("metaroce-conformance");
+    offer.set_responder_endpoint(ip_text(local_ip_));
+    offer.set_responder_mac(mac_text(local_ip_));
+    offer.set_responder_udp_port(local_port_);
+    offer.set_responder_id(job.tool_id);
+    offer.set_remote_addr(job.region_addr);
+    offer.set_rkey(job.rkey);
+    offer.set_remote_length_bytes(job.region_bytes);
+    offer.set_planes(1);
+    peer_service_.offer(offer);
+    v1::StartJobRequest req;
+    v1::JobSpec& spec = *req.mutable_spec();
+    spec.set_operation(job.operation == "read" ? v1::OPERATION_READ : v1::OPERATION_WRITE);
+    spec.add_peers(server_address_);
+    spec.add_message_bytes(job.message_bytes);
+    spec.set_connections(1);
+    v1::ConnectionParams& p = *spec.mutable_params();
+    p.set_transport(v1::TRANSPORT_METAROCE);
+    p.set_paths(job.paths);
+    p.set_streams(1);
+    p.set_queue_depth(job.queue_depth);
+    p.set_mtu_payload_bytes(job.mtu_payload);
+    p.set_max_message_bytes(job.max_message_bytes);
+    p.set_base_src_port(kDutBaseSrcPort);  // as in open(): the same source ports every time
+    p.set_min_rto_ns(job.min_rto_ns);
+    spec.set_iterations(job.messages);
+    spec.set_interval_ns(10'000'000);  // the shortest: the job notices its end soonest
+    spec.set_no_verify(true);          // the suite judges the packets; it has no Peer.Verify
+    spec.set_seed(uint64_t{job.tool_id} << 8 | 1);
+    v1::JobInfo info;
+    call("Traffic.Start", [&](grpc::ClientContext* c) { return traffic_->Start(c, req, &info); });
+    SenderConnection out;
+    out.tool_id = job.tool_id;
+    out.job_id = info.id();
+    out.job = job;
+    const auto accepted = peer_service_.await_accept(timeout);
+    if (!accepted) {
+      stop_sender(out);
+      throw DutError("Traffic.Start: job " + std::to_string(info.id()) + " did not call Peer.Accept at the suite (" +
+                     server_address_ + ") within " + std::to_string(timeout.count()) + " ms");
+    }
+    out.dut_id = accepted->requester_id();
+    out.seed = accepted->seed();
+    const auto ip = wire::parse_ipv4(accepted->requester_endpoint().c_str());
+    if (!ip || *ip != dut_ip_ || accepted->requester_udp_port() != dut_port_) {
+      stop_sender(out);
+      throw DutError("Peer.Accept from the DUT: requester endpoint " + accepted->requester_endpoint() + ":" +
+                     std::to_string(accepted->requester_udp_port()) + ", Daemon.GetInfo said " + ip_text(dut_ip_) +
+                     ":" + std::to_string(dut_port_));
+    }
+    return out;
+  }
+
+  SenderOutcome finish_sender(const SenderConnection& c, std::chrono::milliseconds timeout) override {
+    v1::WatchJobRequest req;
+    req.set_id(c.job_id);
+    grpc::ClientContext ctx;
+    options_.prepare(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    auto reader = traffic_->Watch(&ctx, req);
+    SenderOutcome o;
+    v1::JobProgress ev;
+    while (reader->Read(&ev)) {
+      o.state = v1::JobState_Name(ev.state()).substr(std::string("JOB_STATE_").size());
+      const bool ended = ev.state() == v1::JOB_STATE_DONE || ev.state() == v1::JOB_STATE_FAILED ||
+                         ev.state() == v1::JOB_STATE_STOPPED;
+      if (!ended) continue;
+      o.ended = true;
+      o.completion_errors = ev.result().completion_errors();
+      o.retransmits = ev.result().retransmits();
+      o.rtos = ev.result().rtos();
+      o.error = ev.result().first_error();
+      ctx.TryCancel();
+      break;
+    }
+    (void)reader->Finish();
+    if (o.state.empty()) o.state = "unknown (Traffic.Watch answered nothing)";
+    return o;
+  }
+
+  void stop_sender(const SenderConnection& c) override {
+    v1::StopJobRequest req;
+    req.set_id(c.job_id);
+    v1::JobInfo info;
+    grpc::ClientContext ctx;
+    options_.prepare(ctx);
+    (void)traffic_->Stop(&ctx, req, &info);
   }
 
   void send(std::span<const uint8_t> packet, wire::Ecn ecn) override {
@@ -287,10 +430,36 @@ class GrpcDut final : public Dut {
     local_port_ = dut_port_;
   }
 
+  // The suite's Peer service on a Unix socket in a directory of its own
+  // (mode 0700), started the first time a case needs the DUT as a sender.
+  void serve_peer() {
+    if (server_) return;
+    char dir[] = "/tmp/metaroce-conformance-XXXXXX";
+    if (!mkdtemp(dir))
+      throw DutError(std::string("mkdtemp for the suite's Peer socket failed: ") + std::strerror(errno));
+    server_dir_ = dir;
+    server_address_ = "unix://" + server_dir_ + "/peer.sock";
+    grpc::ServerBuilder b;
+    b.AddListeningPort(server_address_, grpc::InsecureServerCredentials());
+    b.RegisterService(&peer_service_);
+    server_ = b.BuildAndStart();
+    if (!server_) throw DutError("the suite's Peer service could not listen on " + server_address_);
+  }
+
+  static std::string mac_text(uint32_t ip) {
+    char t[18];
+    std::snprintf(t, sizeof t, "02:00:%02x:%02x:%02x:%02x", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
+    return t;
+  }
+
   GrpcDutOptions options_;
   std::unique_ptr<v1::Daemon::Stub> daemon_;
   std::unique_ptr<v1::Peer::Stub> peer_;
   std::unique_ptr<v1::Memory::Stub> memory_;
+  std::unique_ptr<v1::Traffic::Stub> traffic_;
+  SuitePeer peer_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string server_dir_, server_address_;
   std::string name_;
   uint32_t dut_ip_ = 0, local_ip_ = 0;
   uint16_t dut_port_ = 0, local_port_ = 0;

@@ -17,8 +17,10 @@ namespace {
 
 int32_t seq_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b); }
 
-uint32_t slots_per_stream(const mc::ConnectionRequest& r) { return 2 * std::max<uint32_t>(r.queue_depth, 1); }
-uint32_t slot_bytes(const mc::ConnectionRequest& r) { return std::max<uint32_t>(8, (r.max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(uint32_t queue_depth) { return 2 * std::max<uint32_t>(queue_depth, 1); }
+uint32_t slot_bytes(uint32_t max_message_bytes) { return std::max<uint32_t>(8, (max_message_bytes + 7) & ~7u); }
+uint32_t slots_per_stream(const mc::ConnectionRequest& r) { return slots_per_stream(r.queue_depth); }
+uint32_t slot_bytes(const mc::ConnectionRequest& r) { return slot_bytes(r.max_message_bytes); }
 
 uint64_t load_u64(const uint8_t* p) {
   uint64_t v;
@@ -107,6 +109,15 @@ void FakeDut::send(std::span<const uint8_t> packet, mw::Ecn ecn) {
     e = mw::decode_packet(bytes, v);
   }
   if (e != mw::DecodeError::kNone) return;  // §7, §10: dropped silently
+  if (auto snd = senders_.find(v.common.dst_conn_id.get()); snd != senders_.end()) {
+    if (v.opcode == mw::Opcode::kAck) on_sender_ack(snd->second, v);
+    if (v.opcode == mw::Opcode::kReadResp) on_read_response(snd->second, v);
+    if (snd->second.outcome.ended) {  // the job is over: its connection goes
+      ended_[snd->second.conn.job_id] = snd->second.outcome;
+      senders_.erase(snd);
+    }
+    return;
+  }
   auto it = conns_.find(v.common.dst_conn_id.get());
   if (it == conns_.end()) {
     // §8: UNKNOWN_CONNECTION, from no connection (src 0), for data packets only.
@@ -350,6 +361,177 @@ void FakeDut::nak(uint32_t dst, uint32_t src, const mw::PacketView& v, mw::NakCo
   mw::encode_packet(out, h, &e, sizeof e, {});
   out_.push_back(std::move(out));
 }
+
+mc::SenderConnection FakeDut::start_sender(const mc::SenderJob& job, std::chrono::milliseconds) {
+  Sender s;
+  s.conn.dut_id = next_id_++;
+  s.conn.tool_id = job.tool_id;
+  s.conn.seed = 0x5EED0000ull | s.conn.dut_id;
+  s.conn.job_id = s.conn.dut_id;
+  s.conn.job = job;
+  s.outcome.state = "RUNNING";
+  Sender& stored = senders_[s.conn.dut_id] = s;
+  post_messages(stored);
+  return stored.conn;
+}
+
+void FakeDut::post_messages(Sender& s) {
+  const mc::SenderJob& j = s.conn.job;
+  if (j.operation == "read") {
+    for (; s.posted < j.messages && s.posted - s.completed < j.queue_depth; ++s.posted) {
+      mw::CommonHeader h{};
+      h.version = mw::kVersion << 4;
+      h.opcode = static_cast<uint8_t>(mw::Opcode::kReadReq);
+      h.flags = mw::kFlagAckReq | mw::kFlagFirst | mw::kFlagLast;
+      h.dst_conn_id.set(s.conn.tool_id);
+      h.src_conn_id.set(s.conn.dut_id);
+      const uint32_t seq = s.next_seq++;
+      h.path_seq.set(seq);
+      h.path_floor.set(seq);  // nothing before it is outstanding here: the suite loses none of these
+      h.msg_seq.set(static_cast<uint32_t>(s.posted));
+      h.tx_ts.set(seq + 1);
+      mw::ReadReqExt r{};
+      r.remote_addr.set(j.region_addr + (s.posted % slots_per_stream(j.queue_depth)) * slot_bytes(j.max_message_bytes));
+      r.rkey.set(j.rkey);
+      r.length.set(j.message_bytes);
+      std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kReadReq, 0));
+      mw::encode_packet(out, h, &r, sizeof r, {});
+      out_.push_back(std::move(out));
+    }
+    return;
+  }
+  for (; s.posted < j.messages && s.posted - s.watermark < j.queue_depth; ++s.posted)
+    for (uint32_t off = 0; off < j.message_bytes; off += j.mtu_payload)
+      transmit(s, static_cast<uint32_t>(s.posted), off, false);
+}
+
+void FakeDut::on_read_response(Sender& s, const mw::PacketView& v) {
+  const uint32_t msg = v.common.msg_seq.get();
+  if (msg >= s.posted || s.arrived.count(msg)) return;
+  auto& got = s.responses[msg];
+  got.insert(v.common.msg_offset.get());
+  if (got.size() * s.conn.job.mtu_payload < s.conn.job.message_bytes) return;
+  s.arrived.insert(msg);
+  if (bugs_.complete_reads_in_arrival_order) return complete(s, msg);
+  // §11.11: in post order.
+  while (s.arrived.count(static_cast<uint32_t>(s.completed))) complete(s, static_cast<uint32_t>(s.completed));
+}
+
+// A READ completion, checked as metaroced's traffic job checks it: in post order.
+void FakeDut::complete(Sender& s, uint32_t msg) {
+  if (s.outcome.ended) return;
+  if (msg != s.completed) {
+    s.outcome.ended = true;
+    s.outcome.state = "FAILED";
+    s.outcome.error = "stream 0 message " + std::to_string(s.completed) + ": completion out of post order";
+    return;
+  }
+  ++s.completed;
+  if (s.completed == s.conn.job.messages) {
+    s.outcome.ended = true;
+    s.outcome.state = "DONE";
+    return;
+  }
+  post_messages(s);
+}
+
+void FakeDut::transmit(Sender& s, uint32_t msg, uint32_t off, bool retx, std::optional<uint32_t> reuse) {
+  const mc::SenderJob& j = s.conn.job;
+  const uint32_t plen = std::min(j.mtu_payload, j.message_bytes - off);
+  const uint32_t seq = reuse ? *reuse : s.next_seq++;
+  uint32_t floor = s.next_seq;  // the lowest unresolved seq
+  for (const auto& [q, tx] : s.txs)
+    if (!tx.resolved && seq_diff(q, floor) < 0) floor = q;
+  if (seq_diff(seq, floor) < 0) floor = seq;
+  s.txs[seq] = Tx{msg, off, false};
+  const uint32_t sb = slot_bytes(j.max_message_bytes);
+  const uint64_t slot = msg % slots_per_stream(j.queue_depth);
+  std::vector<uint8_t> payload(plen);
+  for (uint32_t i = 0; i < plen; ++i) {
+    const uint32_t b = off + i;
+    const uint64_t word = b < 8 ? mc::message_header(0, msg) : mc::pattern_word(s.conn.seed, slot, b / 8);
+    payload[i] = static_cast<uint8_t>(word >> (8 * (b % 8)));
+  }
+  mw::CommonHeader h{};
+  h.version = mw::kVersion << 4;
+  h.opcode = static_cast<uint8_t>(mw::Opcode::kWrite);
+  h.flags = static_cast<uint8_t>((off == 0 ? mw::kFlagFirst : 0) |
+                                 (off + plen == j.message_bytes ? mw::kFlagLast | mw::kFlagAckReq : 0) |
+                                 (retx ? mw::kFlagRetx : 0));
+  h.dst_conn_id.set(s.conn.tool_id);
+  h.src_conn_id.set(s.conn.dut_id);
+  h.payload_len.set(static_cast<uint16_t>(plen));
+  h.path_seq.set(seq);
+  h.path_floor.set(floor);
+  h.msg_seq.set(msg);
+  h.msg_offset.set(off);
+  h.msg_len.set(j.message_bytes);
+  h.tx_ts.set(seq + 1);
+  mw::WriteExt w{};
+  w.remote_addr.set(j.region_addr + slot * sb + off);
+  w.rkey.set(j.rkey);
+  std::vector<uint8_t> out(mw::packet_bytes(mw::Opcode::kWrite, plen));
+  mw::encode_packet(out, h, &w, sizeof w, payload);
+  out_.push_back(std::move(out));
+}
+
+void FakeDut::on_sender_ack(Sender& s, const mw::PacketView& v) {
+  for (const mw::AckBlock& b : v.ack_blocks) {
+    if (b.path_id != 0) continue;
+    const uint32_t cum = b.cum_seq.get();
+    if (seq_diff(cum, s.next_seq) > 0) continue;  // §6.2: a block beyond what was sent is ignored
+    bool any = false;
+    uint32_t highest = 0;  // the highest seq the block acknowledges
+    auto acked = [&](uint32_t q) {
+      const int32_t d = seq_diff(q, cum);
+      return d < 0 || (d > 0 && d - 1 < 256 && mw::sack_test(b.sack, static_cast<uint32_t>(d - 1)));
+    };
+    for (auto& [q, tx] : s.txs)
+      if (acked(q)) {
+        tx.resolved = true;
+        if (!any || seq_diff(q, highest) > 0) highest = q;
+        any = true;
+      }
+    if (!any) continue;
+    // §11.4: an outstanding seq before the highest acknowledged one is lost.
+    std::vector<uint32_t> lost;
+    for (const auto& [q, tx] : s.txs)
+      if (!tx.resolved && seq_diff(q, highest) < 0) lost.push_back(q);
+    if (lost.empty() || bugs_.no_fast_retransmit) continue;
+    std::vector<std::pair<uint32_t, std::optional<uint32_t>>> resend;  // chunk key (seq), reused seq
+    if (bugs_.go_back_n) {
+      for (const auto& [q, tx] : s.txs)
+        if (seq_diff(q, lost.front()) >= 0) resend.push_back({q, std::nullopt});
+    } else {
+      for (uint32_t q : lost)
+        resend.push_back({q, bugs_.retransmit_same_seq ? std::optional<uint32_t>(q) : std::nullopt});
+    }
+    for (const auto& [q, reuse] : resend) {
+      Tx& tx = s.txs[q];
+      tx.resolved = true;
+      ++s.retransmits;
+      transmit(s, tx.msg, tx.offset, true, reuse);
+    }
+  }
+  if (v.common.stream_id.get() == 0 && seq_diff(v.common.msg_seq.get(), static_cast<uint32_t>(s.watermark)) > 0)
+    s.watermark = v.common.msg_seq.get();
+  if (s.conn.job.operation == "read") return;  // READs complete on their responses
+  if (s.watermark >= s.conn.job.messages) {
+    s.outcome.ended = true;
+    s.outcome.state = "DONE";
+    s.outcome.retransmits = s.retransmits;
+  } else {
+    post_messages(s);
+  }
+}
+
+mc::SenderOutcome FakeDut::finish_sender(const mc::SenderConnection& c, std::chrono::milliseconds) {
+  if (auto it = ended_.find(c.job_id); it != ended_.end()) return it->second;
+  auto it = senders_.find(c.dut_id);
+  return it == senders_.end() ? mc::SenderOutcome{false, "unknown job"} : it->second.outcome;
+}
+
+void FakeDut::stop_sender(const mc::SenderConnection& c) { senders_.erase(c.dut_id); }
 
 std::optional<std::vector<uint8_t>> FakeDut::receive(std::chrono::milliseconds) {
   if (out_.empty()) return std::nullopt;

@@ -6,7 +6,9 @@
 // shipped engine's hot path knows about them.
 //
 // It answers synchronously: send() processes the packet and queues the
-// answers, receive() hands them out (nullopt when none is queued).
+// answers, receive() hands them out (nullopt when none is queued). As a
+// sender (start_sender) it writes its job's messages on path 0 at once and
+// reacts to the suite's ACKs as §11.4 says (reorder threshold 1, no timers).
 #pragma once
 
 #include <bitset>
@@ -14,6 +16,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,11 @@ struct Bugs {
   bool complete_in_arrival_order = false;  // a WRITE_IMM completes when its bytes are in, not in msg_seq order
   bool place_first_chunk_only = false; // later chunks of a message are acknowledged and counted, not placed
   bool swap_without_compare = false;   // CMP_SWAP always writes its swap value
+  // As the sender (requester) of a job:
+  bool go_back_n = false;              // a hole resends it and everything sent after it (SACKed or not)
+  bool no_fast_retransmit = false;     // a SACKed hole is never retransmitted (it has no timer either)
+  bool retransmit_same_seq = false;    // a retransmission reuses the lost packet's path_seq
+  bool complete_reads_in_arrival_order = false;  // a READ completes when its response is in, not in post order
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -51,6 +60,11 @@ class FakeDut final : public metaroce::conformance::Dut {
   metaroce::conformance::DutRegion register_region(uint64_t length, const std::vector<std::string>& access) override;
   void deregister_region(uint32_t key) override;
   double inbound_capacity_bps() override { return capacity_bps_; }
+  metaroce::conformance::SenderConnection start_sender(const metaroce::conformance::SenderJob& job,
+                                                       std::chrono::milliseconds timeout) override;
+  metaroce::conformance::SenderOutcome finish_sender(const metaroce::conformance::SenderConnection& connection,
+                                                     std::chrono::milliseconds timeout) override;
+  void stop_sender(const metaroce::conformance::SenderConnection& connection) override;
   void send(std::span<const uint8_t> packet, metaroce::wire::Ecn ecn) override;
   std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) override;
 
@@ -90,6 +104,27 @@ class FakeDut final : public metaroce::conformance::Dut {
     uint32_t tx_seq = 0;  // the fake's own path 0 sequence (its responses)
   };
 
+  // A job of the fake toward the suite (path 0 only).
+  struct Tx {
+    uint32_t msg = 0, offset = 0;
+    bool resolved = false;  // acknowledged, or declared lost and sent again
+  };
+  struct Sender {
+    metaroce::conformance::SenderConnection conn;
+    uint32_t next_seq = 0;
+    std::map<uint32_t, Tx> txs;  // by path_seq
+    uint64_t posted = 0, watermark = 0, retransmits = 0;
+    uint64_t completed = 0;                                  // READs completed, in post order
+    std::map<uint32_t, std::set<uint32_t>> responses;        // READ: offsets of each message's response
+    std::set<uint32_t> arrived;                              // READ: messages whose response is complete
+    metaroce::conformance::SenderOutcome outcome;
+  };
+  void post_messages(Sender& s);
+  void transmit(Sender& s, uint32_t msg, uint32_t offset, bool retx, std::optional<uint32_t> seq = std::nullopt);
+  void on_sender_ack(Sender& s, const metaroce::wire::PacketView& v);
+  void on_read_response(Sender& s, const metaroce::wire::PacketView& v);
+  void complete(Sender& s, uint32_t msg);
+
   void on_packet(Conn& c, const metaroce::wire::PacketView& v, bool ce);
   void on_write(Conn& c, const metaroce::wire::PacketView& v);
   void on_atomic(Conn& c, const metaroce::wire::PacketView& v);
@@ -107,6 +142,8 @@ class FakeDut final : public metaroce::conformance::Dut {
   uint32_t next_key_ = 0x4200;
   std::map<uint32_t, Conn> conns_;     // by DUT id
   std::map<uint32_t, Region> regions_;  // by key
+  std::map<uint32_t, Sender> senders_;  // running jobs, by the fake's connection id
+  std::map<uint64_t, metaroce::conformance::SenderOutcome> ended_;  // by job id
   std::deque<std::vector<uint8_t>> out_;
 };
 

@@ -107,7 +107,8 @@ TEST(ConformanceFake, AnIndependentCorrectResponderPassesEveryCase) {
 
 // Each broken responder must fail exactly these cases. Cases outside a bug's
 // own group are listed where they read the broken behaviour as evidence (the
-// fences of nak.unknown-connection and crc.bad-trailer check SACK bits).
+// fences of nak.unknown-connection and crc.bad-trailer check SACK bits; that of
+// retransmit.exact-hole is an UNKNOWN_CONNECTION NAK).
 TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
   struct Variant {
     const char* name;
@@ -130,8 +131,9 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
       {"completes a message at its LAST chunk (out of order)", with([](Bugs& b) { b.complete_out_of_order = true; }),
        {"placement.out-of-order", "read.after-write"}},
       {"places duplicate chunks again", with([](Bugs& b) { b.place_duplicates = true; }), {"placement.duplicate"}},
+      // retransmit.exact-hole's fence is an UNKNOWN_CONNECTION NAK.
       {"answers no UNKNOWN_CONNECTION", with([](Bugs& b) { b.silent_unknown_connection = true; }),
-       {"nak.unknown-connection"}},
+       {"nak.unknown-connection", "retransmit.exact-hole"}},
       {"ignores path_floor", with([](Bugs& b) { b.ignore_path_floor = true; }),
        {"sack.floor-slide", "sack.sequence-wrap"}},
       {"sends no rate hint", with([](Bugs& b) { b.no_rate_hint = true; }), {"ack.rate-hint"}},
@@ -142,6 +144,14 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
       {"places only a message's first chunk", with([](Bugs& b) { b.place_first_chunk_only = true; }),
        {"read.after-write"}},
       {"swaps without comparing", with([](Bugs& b) { b.swap_without_compare = true; }), {"atomic.compare-swap"}},
+      {"sender goes back N (resends SACKed chunks)", with([](Bugs& b) { b.go_back_n = true; }),
+       {"retransmit.exact-hole"}},
+      {"sender never retransmits a SACKed hole", with([](Bugs& b) { b.no_fast_retransmit = true; }),
+       {"retransmit.exact-hole"}},
+      {"sender retransmits under the lost seq", with([](Bugs& b) { b.retransmit_same_seq = true; }),
+       {"retransmit.exact-hole"}},
+      {"requester completes READs in arrival order", with([](Bugs& b) { b.complete_reads_in_arrival_order = true; }),
+       {"completion.requester-order"}},
   };
   std::printf("%-55s %s\n", "broken responder", "cases failed");
   for (const Variant& v : variants) {

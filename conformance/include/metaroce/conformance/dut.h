@@ -9,7 +9,10 @@
 //  * Packets: send a MetaRoCE packet (a UDP payload) to the DUT's endpoint
 //    and read the packets it answers with.
 //
-// The suite plays the requester. It builds every packet itself with the wire/
+// In most cases the suite plays the requester. In the cases where the DUT is
+// the sender, the DUT connects to the suite (its daemon calls Peer.Accept at
+// the suite, as at any peer daemon) and runs a traffic job toward it; the suite
+// then plays the responder. It builds every packet itself with the wire/
 // encoders and judges every answer with the wire/ decoders, never with the
 // transport engine, so that it judges an implementation independently of ours.
 // GrpcDut (grpc_dut.h) is a real daemon; tests drive the same cases against
@@ -80,6 +83,43 @@ struct DutRegion {
   uint64_t length = 0;
 };
 
+// A traffic job the DUT runs toward the suite (one connection, one stream,
+// WRITEs or READs of message_bytes, path 0 .. paths-1; metaroce.v1 Traffic.Start).
+struct SenderJob {
+  std::string operation = "write"; // "write" or "read"
+  uint32_t tool_id = 0;            // the suite's connection id, what it answers Peer.Accept with
+  uint32_t paths = 1;
+  uint32_t queue_depth = 4;        // outstanding messages
+  uint32_t mtu_payload = 256;      // chunk size
+  uint32_t max_message_bytes = 1024;
+  uint32_t message_bytes = 512;
+  uint64_t messages = 4;           // the job's iterations
+  int64_t min_rto_ns = 50'000'000; // the DUT's retransmission timeout floor
+  // The suite's target region as announced in its Peer.Accept answer.
+  uint64_t region_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t region_bytes = 0;
+};
+
+// The connection the DUT opened toward the suite.
+struct SenderConnection {
+  uint32_t dut_id = 0;   // the DUT's id (src_conn_id of its packets)
+  uint32_t tool_id = 0;  // the suite's (dst_conn_id of its packets)
+  uint64_t seed = 0;     // the DUT's data pattern (AcceptRequest.seed)
+  uint64_t job_id = 0;
+  SenderJob job;
+};
+
+// How the DUT's job ended (metaroce.v1 JobInfo).
+struct SenderOutcome {
+  bool ended = false;         // false: still running when the wait ran out
+  std::string state;          // "DONE", "FAILED", ... as the DUT reports it
+  uint64_t completion_errors = 0;
+  uint64_t retransmits = 0;
+  uint64_t rtos = 0;          // retransmission timeouts
+  std::string error;          // the job's first error, "" when none
+};
+
 class Dut {
  public:
   virtual ~Dut() = default;
@@ -100,6 +140,15 @@ class Dut {
   // The endpoint's configured inbound capacity (what its rate hint shares);
   // 0 = none configured. Throws DutError.
   virtual double inbound_capacity_bps() = 0;
+
+  // The DUT as the sender: it opens a connection to the suite and starts
+  // `job`; returns once the DUT's Peer.Accept reached the suite (bounded by
+  // `timeout`). Throws DutError.
+  virtual SenderConnection start_sender(const SenderJob& job, std::chrono::milliseconds timeout) = 0;
+  // Waits (bounded) until the job has ended and its connection is gone.
+  virtual SenderOutcome finish_sender(const SenderConnection& connection, std::chrono::milliseconds timeout) = 0;
+  // Stops the job if it still runs; best effort, never throws.
+  virtual void stop_sender(const SenderConnection& connection) = 0;
 
   // One MetaRoCE packet (a whole UDP payload, CRC trailer included) to the
   // DUT's endpoint, with this IP ECN codepoint (data: ECT(0), §1.4; CE to
