@@ -37,8 +37,9 @@ std::vector<PlannedRun> plan_runs(const Scenario& s);
 // evaluates its assertions. progress (may be empty) gets a line per run.
 // Independent runs (sweep points, transports) go on up to `workers` threads
 // at once (0: one per core); the report is the same whatever the number.
+// With `point`, only that sweep point (run_scenario in engine.h).
 Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {},
-                        unsigned workers = 0);
+                        unsigned workers = 0, std::optional<size_t> point = std::nullopt);
 
 // Assertions over finished runs (the same thresholds live and in the simulator).
 std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs);
