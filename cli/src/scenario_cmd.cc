@@ -113,10 +113,11 @@ int finish_point(const ms::Report& r, const std::string& out, bool json) {
   if (json) {
     std::printf("%s\n", ms::report_json(r).c_str());
   } else {
-    std::printf("\n%s point %zu of %zu (%s=%g, %zu runs) written to %s/point.json; assertions are judged when all "
+    std::printf("\n%s point %zu of 0-%zu (%s %s, %zu runs) written to %s/point.json; assertions are judged when all "
                 "%zu points are merged: metarocectl scenario merge POINT_DIR... --out DIR\n",
-                r.scenario_name.c_str(), r.point->index, r.point->count, r.point->parameter.c_str(), r.point->value,
-                r.runs.size(), out.c_str(), r.point->count);
+                r.scenario_name.c_str(), r.point->index, r.point->count - 1, r.point->parameter.c_str(),
+                ms::format_sweep_value(r.point->parameter, r.point->value).c_str(), r.runs.size(), out.c_str(),
+                r.point->count);
   }
   return kExitOk;
 }

@@ -52,10 +52,6 @@ std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, ui
   return ports;
 }
 
-namespace detail {  // scenario.cc
-std::string format_sweep_value(const std::string& parameter, double v);
-}  // namespace detail
-
 namespace {
 
 std::string iso_now() {
@@ -182,7 +178,7 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
     p.label = pr.jobs[0]->name;
     if (!pr.sweep_parameter.empty())
       p.label += " " + std::string(pr.sweep_parameter == "skew_ns" ? "skew" : pr.sweep_parameter) + "=" +
-                 detail::format_sweep_value(pr.sweep_parameter, pr.sweep_value);
+                 format_sweep_value(pr.sweep_parameter, pr.sweep_value);
     p.planes = pr.sweep_parameter == "planes" ? static_cast<uint32_t>(pr.sweep_value) : s.planes;
     p.link_rate_bps = s.link_rate_bps();
 
@@ -422,9 +418,9 @@ std::optional<Report> merge_sweep_points(const std::vector<Report>& points, cons
       return fail(name(i) + ": point.index: point " + std::to_string(pt.index) + " given twice (also " + name(at[pt.index]) +
                   "); each point in " + range + " exactly once");
     if (pt.parameter != s.sweep->parameter || pt.value != s.sweep->values[pt.index])
-      return fail(name(i) + ": point: " + pt.parameter + "=" + detail::format_sweep_value(pt.parameter, pt.value) +
+      return fail(name(i) + ": point: " + pt.parameter + "=" + format_sweep_value(pt.parameter, pt.value) +
                   ", but point " + std::to_string(pt.index) + " of the scenario's sweep is " + s.sweep->parameter + "=" +
-                  detail::format_sweep_value(s.sweep->parameter, s.sweep->values[pt.index]));
+                  format_sweep_value(s.sweep->parameter, s.sweep->values[pt.index]));
     at[pt.index] = i;
   }
   std::string missing;

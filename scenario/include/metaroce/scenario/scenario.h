@@ -19,6 +19,10 @@ std::optional<Scenario> load_scenario_file(const std::string& path, std::string*
 // word of at most 256 printable characters. "" when fine, else what is wrong.
 std::string daemon_address_error(const std::string& address);
 
+// A sweep value as the file would write it: "1%" (loss), "20us" (skew_ns),
+// "16K" (message_bytes), else the number ("4").
+std::string format_sweep_value(const std::string& parameter, double v);
+
 // Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
 // planes can only be swept in the simulator"); "" when it can run.
 std::string check_runnable(const Scenario& s, bool live);
