@@ -1,4 +1,4 @@
-// Registration of `metarocectl scenario validate|run` and `metarocectl sweep`
+// Registration of `metarocectl scenario validate|run|merge` and `metarocectl sweep`
 // (add_scenario_commands); the commands themselves are in scenario_cmd.cc.
 #include <CLI/CLI.hpp>
 
@@ -36,13 +36,35 @@ void add_scenario_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   scenario_run->add_option("--host", scenario_flags.host_overrides, "NAME=ADDRESS: override a host's daemon address");
   scenario_run->add_option("--fabric", scenario_flags.fabric_override, "override the fabric daemon's address");
+  scenario_run->add_option("--point", scenario_flags.point,
+                           "I: run only sweep point I (0-based, the runs of sweep.values[I], seeded as in the whole "
+                           "sweep) and write OUT/point.json for `scenario merge`");
   scenario_run->footer(scenario_run->get_footer() + R"(
 
 Exit codes: 0 every assertion passed; 1 an assertion failed; 2 the file or a
 flag is invalid; 3/4 a daemon refused or could not be reached; 6 INCONCLUSIVE:
 a live run in which this host's datapath, not the emulated fabric, limited the
 result (the report's fidelity section says why), whatever the assertions say.
+With --point the run is one sweep point: nothing is judged, the exit code is 0
+once OUT/point.json is written (2/3/4 as above), and `scenario merge` turns
+every point's directory into the whole sweep's report and verdict.
 The scenario format is documented in docs/scenarios.md.)");
+  MergeFlags& merge_flags = ctx.keep<MergeFlags>();
+  CLI::App* scenario_merge = commands.add(
+      scenario, "merge", "join the points of a sweep (scenario run --point I) into the whole sweep's report",
+      "metarocectl scenario merge out/point-0 out/point-1 out/point-2 --out out/sweep",
+      [&inv, &merge_flags] { return cmd_scenario_merge(merge_flags, inv.json); });
+  scenario_merge->add_option("points", merge_flags.inputs, "every point's directory (holding point.json), any order")
+      ->required();
+  scenario_merge->add_option("--out", merge_flags.out, "report directory (report.json, timeseries.csv, report.html)")
+      ->capture_default_str();
+  scenario_merge->footer(scenario_merge->get_footer() + R"(
+
+The points must be of one scenario file and seed, run by one metarocectl
+version, each point exactly once. The report is the one the whole sweep gives
+(runs in plan order, assertions judged over all of them, started_at the
+earliest point's). Exit codes as for scenario run: 0 PASS, 1 FAIL, 6
+INCONCLUSIVE, 2 a missing, duplicate or foreign point.)");
   SweepFlags& sweep_flags = ctx.keep<SweepFlags>();
   CLI::App* sweep = commands.add(
       &app, "sweep", "parameter sweep, MetaRoCE and RoCEv2 side by side, with a report",

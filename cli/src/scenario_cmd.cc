@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "metaroce/scenario/report.h"
@@ -81,12 +85,41 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
   return kExitOk;
 }
 
-ms::Report run(const ms::Scenario& s, bool sim, unsigned sim_threads, const ClientOptions& options, bool json) {
+ms::Report run(const ms::Scenario& s, bool sim, unsigned sim_threads, const ClientOptions& options, bool json,
+              std::optional<size_t> point = std::nullopt) {
   if (auto e = ms::check_runnable(s, !sim); !e.empty()) throw UsageError(e);
   auto progress = [json](const std::string& line) { std::fprintf(json ? stderr : stdout, "%s\n", line.c_str()); };
   std::fprintf(json ? stderr : stdout, "%s: %s (%s)\n", s.name.c_str(), s.description.c_str(),
                sim ? "simulator, virtual time" : "live daemons");
-  return sim ? ms::run_scenario_sim(s, progress, sim_threads) : run_scenario_live(s, options, progress);
+  return sim ? ms::run_scenario_sim(s, progress, sim_threads, point) : run_scenario_live(s, options, progress, point);
+}
+
+// --point: a sweep point of s, 0-based.
+size_t parse_point(const ms::Scenario& s, const std::string& text) {
+  size_t point = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), point);
+  const size_t n = ms::sweep_points(s);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    throw UsageError("--point: must be a sweep point's index" +
+                     (n ? ", in [0, " + std::to_string(n - 1) + "]" : std::string()) + " (got '" + text + "')");
+  if (const std::string e = ms::sweep_point_error(s, point, "--point"); !e.empty()) throw UsageError(e);
+  return point;
+}
+
+// A point's data: DIR/point.json for the merge; nothing is judged yet.
+int finish_point(const ms::Report& r, const std::string& out, bool json) {
+  std::string err;
+  if (!ms::write_report(r, out, &err)) throw UsageError("--out: " + err);
+  if (json) {
+    std::printf("%s\n", ms::report_json(r).c_str());
+  } else {
+    std::printf("\n%s point %zu of 0-%zu (%s %s, %zu runs) written to %s/point.json; assertions are judged when all "
+                "%zu points are merged: metarocectl scenario merge POINT_DIR... --out DIR\n",
+                r.scenario_name.c_str(), r.point->index, r.point->count - 1, r.point->parameter.c_str(),
+                ms::format_sweep_value(r.point->parameter, r.point->value).c_str(), r.runs.size(), out.c_str(),
+                r.point->count);
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -97,7 +130,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
   const auto runs = ms::plan_runs(s);
   const ms::LinkSettings link = ms::link_base(s);
   if (json) {
-    nlohmann::json j = {{"name", s.name},         {"valid", true},          {"runs", runs.size()},
+    nlohmann::json j = {{"name", s.name},         {"valid", true},          {"runs", runs.size()}, {"sweep_points", ms::sweep_points(s)},
                         {"live_ok", live.empty()}, {"live_problem", live},   {"sim_ok", sim.empty()},
                         {"sim_problem", sim},      {"jobs", s.jobs.size()},  {"timeline_events", s.timeline.size()},
                         {"assertions", s.assertions.size()}, {"hosts", s.host_order},
@@ -114,6 +147,8 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
   } else {
     std::printf("%s: valid: %zu jobs, %zu runs, %zu timeline events, %zu assertions\n", f.file.c_str(), s.jobs.size(),
                 runs.size(), s.timeline.size(), s.assertions.size());
+    if (const size_t n = ms::sweep_points(s); n > 0)
+      std::printf("  sweep points: %zu (--point 0 to %zu)\n", n, n - 1);
     std::printf("  live daemons: %s\n  simulator:    %s\n", live.empty() ? "runnable" : live.c_str(),
                 sim.empty() ? "runnable" : sim.c_str());
   }
@@ -122,7 +157,42 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
 
 int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& options, bool json) {
   const ms::Scenario s = load(f);
+  if (!f.point.empty()) {
+    const size_t point = parse_point(s, f.point);
+    return finish_point(run(s, f.sim, f.sim_threads, options, json, point), f.out, json);
+  }
   return finish(run(s, f.sim, f.sim_threads, options, json), f.out, json);
+}
+
+int cmd_scenario_merge(const MergeFlags& f, bool json) {
+  std::vector<ms::Report> points;
+  std::vector<std::string> names;
+  for (const std::string& in : f.inputs) {
+    const std::filesystem::path path =
+        std::filesystem::is_directory(in) ? std::filesystem::path(in) / "point.json" : std::filesystem::path(in);
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      const bool report = std::filesystem::exists(std::filesystem::path(in) / "report.json");
+      throw UsageError("point directory " + in + ": cannot read " + path.string() +
+                       (report ? " (it holds a whole run's report.json; merge takes the directories of "
+                                 "`scenario run --point I`)"
+                               : ""));
+    }
+    std::ostringstream text;
+    text << file.rdbuf();
+    std::string err;
+    std::optional<ms::Report> r = ms::parse_report_json(text.str(), path.string(), &err);
+    if (!r) throw UsageError(err);
+    points.push_back(std::move(*r));
+    names.push_back(path.string());
+  }
+  std::string err;
+  std::optional<ms::Report> merged = ms::merge_sweep_points(points, names, &err);
+  if (!merged) throw UsageError(err);
+  if (!json)
+    std::printf("%s: %zu sweep points merged (%zu runs)\n", merged->scenario_name.c_str(), points.size(),
+                merged->runs.size());
+  return finish(*merged, f.out, json);
 }
 
 int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json) {

@@ -15,6 +15,12 @@ struct ScenarioFlags {
   unsigned sim_threads = 0;                 // simulator: runs at once (0: one per core)
   std::vector<std::string> host_overrides;  // NAME=ADDRESS
   std::string fabric_override;
+  std::string point;                        // run only this sweep point (0-based); "" = every run
+};
+
+struct MergeFlags {
+  std::vector<std::string> inputs;          // point directories (or their point.json files)
+  std::string out = "out/scenario";
 };
 
 struct SweepFlags {
@@ -31,6 +37,7 @@ struct SweepFlags {
 
 int cmd_scenario_validate(const ScenarioFlags& f, bool json);
 int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& options, bool json);
+int cmd_scenario_merge(const MergeFlags& f, bool json);
 int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json);
 
 }  // namespace metarocectl

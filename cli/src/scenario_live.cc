@@ -274,9 +274,9 @@ class LiveBackend final : public ms::Backend {
 }  // namespace
 
 ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options,
-                             const std::function<void(const std::string&)>& progress) {
+                             const std::function<void(const std::string&)>& progress, std::optional<size_t> point) {
   LiveBackend backend(s, options, progress);
-  return ms::run_scenario(s, backend, progress);
+  return ms::run_scenario(s, backend, progress, point);
 }
 
 }  // namespace metarocectl

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "client.h"
@@ -15,6 +16,7 @@
 namespace metarocectl {
 
 metaroce::scenario::Report run_scenario_live(const metaroce::scenario::Scenario& s, const ClientOptions& options,
-                                             const std::function<void(const std::string&)>& progress);
+                                             const std::function<void(const std::string&)>& progress,
+                                             std::optional<size_t> point = std::nullopt);
 
 }  // namespace metarocectl

@@ -10,10 +10,6 @@
 
 namespace metaroce::scenario {
 
-namespace detail {  // scenario.cc
-std::string format_sweep_value(const std::string& parameter, double v);
-}  // namespace detail
-
 namespace {
 
 constexpr double kEps = 1e-9;  // seconds: interval edges that match a window edge
@@ -32,7 +28,7 @@ std::string seconds(double s) { return units::format_duration_as_written(static_
 std::string run_label(const RunResult& r) {
   if (r.sweep_parameter.empty()) return r.job;
   const std::string p = r.sweep_parameter == "skew_ns" ? "skew" : r.sweep_parameter;
-  return r.job + " @ " + p + " " + detail::format_sweep_value(r.sweep_parameter, r.sweep_value);
+  return r.job + " @ " + p + " " + format_sweep_value(r.sweep_parameter, r.sweep_value);
 }
 
 // A goodput figure and the messages it was counted from. Goodput counts whole
@@ -238,7 +234,7 @@ std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::v
           const std::string p = worst_run->sweep_parameter == "skew_ns" ? "skew" : worst_run->sweep_parameter;
           judge_ratio(res, worst, min, w.resolution() + f.resolution(),
                       "worst, at " + p + " " +
-                          detail::format_sweep_value(worst_run->sweep_parameter, worst_run->sweep_value) +
+                          format_sweep_value(worst_run->sweep_parameter, worst_run->sweep_value) +
                           ", " + messages_text(w, f) + "; all: " + all);
           res.passed = !failed && !unresolved;
           res.inconclusive = !failed && unresolved;

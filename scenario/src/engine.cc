@@ -52,10 +52,6 @@ std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, ui
   return ports;
 }
 
-namespace detail {  // scenario.cc
-std::string format_sweep_value(const std::string& parameter, double v);
-}  // namespace detail
-
 namespace {
 
 std::string iso_now() {
@@ -168,18 +164,21 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
     bounds.push_back(std::min(t, s.duration_ns));
     if (t >= s.duration_ns) break;
   }
+  // plan_runs goes value by value, every run group at each value.
+  const size_t per_point = s.sweep && !s.sweep->values.empty() ? planned.size() / s.sweep->values.size() : 0;
   std::vector<RunPlan> out;
   for (size_t r = 0; r < planned.size(); ++r) {
     const PlannedRun& pr = planned[r];
     RunPlan p;
     p.index = r + 1;
     p.count = planned.size();
+    p.point = per_point ? r / per_point : 0;
     p.sweep_parameter = pr.sweep_parameter;
     p.sweep_value = pr.sweep_value;
     p.label = pr.jobs[0]->name;
     if (!pr.sweep_parameter.empty())
       p.label += " " + std::string(pr.sweep_parameter == "skew_ns" ? "skew" : pr.sweep_parameter) + "=" +
-                 detail::format_sweep_value(pr.sweep_parameter, pr.sweep_value);
+                 format_sweep_value(pr.sweep_parameter, pr.sweep_value);
     p.planes = pr.sweep_parameter == "planes" ? static_cast<uint32_t>(pr.sweep_value) : s.planes;
     p.link_rate_bps = s.link_rate_bps();
 
@@ -220,7 +219,27 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
   return out;
 }
 
+size_t sweep_points(const Scenario& s) { return s.sweep ? s.sweep->values.size() : 0; }
+
+std::string sweep_point_error(const Scenario& s, size_t point, const std::string& field) {
+  const size_t n = sweep_points(s);
+  if (n == 0) return field + ": " + s.source + " has no sweep, so it has no points (a point is one value of sweep.values)";
+  if (point >= n)
+    return field + ": must be in [0, " + std::to_string(n - 1) + "], one point per sweep.values entry (got " +
+           std::to_string(point) + ")";
+  return {};
+}
+
 namespace {
+
+// The plans a run goes through: all, or those of one sweep point.
+std::vector<RunPlan> plans_for(const Scenario& s, std::optional<size_t> point) {
+  std::vector<RunPlan> plans = plan_scenario(s);
+  if (!point) return plans;
+  if (const std::string e = sweep_point_error(s, *point, "point"); !e.empty()) throw std::invalid_argument(e);
+  std::erase_if(plans, [&](const RunPlan& p) { return p.point != *point; });
+  return plans;
+}
 
 // One planned run through one backend: its results (the engine's columns
 // added), and its progress lines through say.
@@ -274,7 +293,7 @@ std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend&
   return results;
 }
 
-Report report_header(const Scenario& s, const Backend& backend) {
+Report report_header(const Scenario& s, const Backend& backend, std::optional<size_t> point) {
   Report report;
   report.scenario_name = s.name;
   report.description = s.description;
@@ -287,30 +306,32 @@ Report report_header(const Scenario& s, const Backend& backend) {
   report.planes = backend.planes();
   report.plane_rate_bps = s.link_rate_bps();
   report.duration_s = static_cast<double>(s.duration_ns) / 1e9;
+  if (point) report.point = SweepPoint{*point, sweep_points(s), s.sweep->parameter, s.sweep->values[*point]};
   return report;
 }
 
 }  // namespace
 
-Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress) {
+Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress, std::optional<size_t> point) {
   if (const std::string e = check_runnable(s, backend.mode() == "live"); !e.empty()) throw std::invalid_argument(e);
   const Progress say = [&](const std::string& line) {
     if (progress) progress(line);
   };
-  Report report = report_header(s, backend);
-  for (const RunPlan& plan : plan_scenario(s))
+  const std::vector<RunPlan> plans = plans_for(s, point);
+  Report report = report_header(s, backend, point);
+  for (const RunPlan& plan : plans)
     for (RunResult& rr : run_plan(s, plan, backend, say)) report.runs.push_back(std::move(rr));
-  report.assertions = evaluate_assertions(s, report.runs);
+  if (!point) report.assertions = evaluate_assertions(s, report.runs);
   return report;
 }
 
 Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backend, unsigned workers,
-                             const Progress& progress) {
+                             const Progress& progress, std::optional<size_t> point) {
   std::unique_ptr<Backend> first = make_backend();
-  if (workers <= 1 || first->real_time()) return run_scenario(s, *first, progress);
+  if (workers <= 1 || first->real_time()) return run_scenario(s, *first, progress, point);
   if (const std::string e = check_runnable(s, first->mode() == "live"); !e.empty()) throw std::invalid_argument(e);
-  Report report = report_header(s, *first);
-  const std::vector<RunPlan> plans = plan_scenario(s);
+  const std::vector<RunPlan> plans = plans_for(s, point);
+  Report report = report_header(s, *first, point);
   std::vector<std::vector<RunResult>> results(plans.size());
   std::vector<std::vector<std::string>> lines(plans.size());
   std::vector<char> done(plans.size(), 0);
@@ -348,8 +369,98 @@ Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backe
   if (failure) std::rethrow_exception(failure);
   for (std::vector<RunResult>& r : results)
     for (RunResult& rr : r) report.runs.push_back(std::move(rr));
-  report.assertions = evaluate_assertions(s, report.runs);
+  if (!point) report.assertions = evaluate_assertions(s, report.runs);
   return report;
+}
+
+std::optional<Report> merge_sweep_points(const std::vector<Report>& points, const std::vector<std::string>& names,
+                                         std::string* error) {
+  const auto fail = [error](const std::string& message) -> std::optional<Report> {
+    if (error != nullptr) *error = message;
+    return std::nullopt;
+  };
+  const auto name = [&](size_t i) { return i < names.size() ? names[i] : "point file " + std::to_string(i + 1); };
+  if (points.empty()) return fail("no sweep points to merge");
+  for (size_t i = 0; i < points.size(); ++i)
+    if (!points[i].point)
+      return fail(name(i) + ": point: missing: this is a whole run's report, not one sweep point's (scenario run --point I)");
+  const Report& first = points[0];
+  for (size_t i = 1; i < points.size(); ++i) {
+    const Report& p = points[i];
+    const auto differs = [&](const std::string& field, const std::string& got, const std::string& want) {
+      return fail(name(i) + ": " + field + ": " + got + ", but " + name(0) + " has " + want +
+                  " (only points of one sweep, run by one metarocectl, can be merged)");
+    };
+    if (p.scenario_yaml != first.scenario_yaml)
+      return fail(name(i) + ": scenario_yaml: differs from " + name(0) +
+                  "'s (points of different scenario files cannot be merged)");
+    if (p.seed != first.seed) return differs("seed", std::to_string(p.seed), std::to_string(first.seed));
+    if (p.mode != first.mode) return differs("mode", p.mode, first.mode);
+    if (p.version != first.version) return differs("version", p.version, first.version);
+  }
+  std::string err;
+  const std::optional<Scenario> parsed = parse_scenario_yaml(first.scenario_yaml, first.source, &err);
+  if (!parsed) return fail(name(0) + ": scenario_yaml: " + err);
+  const Scenario& s = *parsed;
+  if (first.seed != s.seed)
+    return fail(name(0) + ": seed: " + std::to_string(first.seed) + ", but its scenario_yaml says " + std::to_string(s.seed));
+  const size_t n = sweep_points(s);
+  if (n == 0) return fail(name(0) + ": scenario_yaml: the scenario has no sweep, so it has no points");
+  const std::string range = "[0, " + std::to_string(n - 1) + "]";
+  std::vector<size_t> at(n, points.size());  // point index -> position in points
+  for (size_t i = 0; i < points.size(); ++i) {
+    const SweepPoint& pt = *points[i].point;
+    if (pt.count != n)
+      return fail(name(i) + ": point.count: " + std::to_string(pt.count) + ", but the scenario's sweep has " +
+                  std::to_string(n) + " points");
+    if (pt.index >= n) return fail(name(i) + ": point.index: must be in " + range + " (got " + std::to_string(pt.index) + ")");
+    if (at[pt.index] != points.size())
+      return fail(name(i) + ": point.index: point " + std::to_string(pt.index) + " given twice (also " + name(at[pt.index]) +
+                  "); each point in " + range + " exactly once");
+    if (pt.parameter != s.sweep->parameter || pt.value != s.sweep->values[pt.index])
+      return fail(name(i) + ": point: " + pt.parameter + "=" + format_sweep_value(pt.parameter, pt.value) +
+                  ", but point " + std::to_string(pt.index) + " of the scenario's sweep is " + s.sweep->parameter + "=" +
+                  format_sweep_value(s.sweep->parameter, s.sweep->values[pt.index]));
+    at[pt.index] = i;
+  }
+  std::string missing;
+  size_t missing_count = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (at[k] == points.size()) missing += (missing_count++ ? ", " : "") + std::to_string(k);
+  if (missing_count > 0)
+    return fail(std::string(missing_count > 1 ? "points " : "point ") + missing + " missing: point.index must cover " +
+                range + ", each point exactly once (got " + std::to_string(points.size()) + " of " + std::to_string(n) +
+                " points)");
+
+  // Each point's runs must be the ones the plan gives it, in plan order.
+  const std::vector<RunPlan> plans = plan_scenario(s);
+  Report merged = first;
+  merged.point.reset();
+  merged.runs.clear();
+  merged.assertions.clear();
+  for (size_t k = 0; k < n; ++k) {
+    const Report& p = points[at[k]];
+    merged.started_at = std::min(merged.started_at, p.started_at);  // ISO 8601 UTC: text order is time order
+    size_t r = 0;
+    for (const RunPlan& plan : plans) {
+      if (plan.point != k) continue;
+      for (const JobSpec& js : plan.jobs) {
+        const std::string where = name(at[k]) + ": runs[" + std::to_string(r) + "]";
+        if (r >= p.runs.size())
+          return fail(where + ": missing: point " + std::to_string(k) + " has fewer runs than its plan");
+        const RunResult& rr = p.runs[r++];
+        if (rr.job != js.job->name || rr.seed != js.seed || rr.sweep_value != plan.sweep_value)
+          return fail(where + ": job " + rr.job + ", seed " + std::to_string(rr.seed) + ", but the plan runs job " +
+                      js.job->name + " with seed " + std::to_string(js.seed) + " there");
+        merged.runs.push_back(rr);
+      }
+    }
+    if (r != p.runs.size())
+      return fail(name(at[k]) + ": runs: " + std::to_string(p.runs.size()) + ", but point " + std::to_string(k) +
+                  " plans " + std::to_string(r));
+  }
+  merged.assertions = evaluate_assertions(s, merged.runs);
+  return merged;
 }
 
 }  // namespace metaroce::scenario

@@ -10,6 +10,7 @@
 //     "scenario_name": str, "description": str, "source": str,
 //     "mode": "sim" | "live", "version": str, "started_at": str (ISO 8601 UTC),
 //     "seed": uint, "scenario_yaml": str, "planes": uint, "plane_rate_bps": num, "duration_s": num,
+//     "point": { "index", "count": uint, "parameter": str, "value": num },  // one sweep point only (below)
 //     "runs": [ {
 //       "job": str, "transport": str, "op": str,
 //       "sweep_parameter": str ("" unless a sweep), "sweep_value": num,
@@ -56,6 +57,12 @@
 //     }
 //   }
 //
+// One sweep point run alone (Report::point) is written as point.json, not as a
+// report: the same layout with "point" and without "assertions" and "derived"
+// (nothing of a point is judged, and its derived figures, retained first, need
+// every point). parse_report_json reads both back; merge_sweep_points joins
+// the points into the whole sweep's report.
+//
 // Non-finite numbers are written as null. The page (report_html) marks every
 // number it shows from this file with data-key="<JSON pointer>", text =
 // format_number(last key of the pointer, value).
@@ -67,10 +74,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "metaroce/scenario/report.h"
 #include "report_internal.h"
@@ -100,6 +110,11 @@ ojson to_json(const Report& r, const Derived& d) {
   j["planes"] = r.planes;
   j["plane_rate_bps"] = num_or_null(r.plane_rate_bps);
   j["duration_s"] = num_or_null(r.duration_s);
+  if (r.point)
+    j["point"] = ojson{{"index", r.point->index},
+                       {"count", r.point->count},
+                       {"parameter", r.point->parameter},
+                       {"value", num_or_null(r.point->value)}};
   ojson runs = ojson::array();
   for (const auto& run : r.runs) {
     ojson o;
@@ -191,6 +206,7 @@ ojson to_json(const Report& r, const Derived& d) {
     runs.push_back(std::move(o));
   }
   j["runs"] = std::move(runs);
+  if (r.point) return j;  // a point is not judged
   ojson as = ojson::array();
   for (const auto& a : r.assertions) {
     as.push_back(ojson{{"text", a.text}, {"passed", a.passed}, {"detail", a.detail}, {"inconclusive", a.inconclusive}});
@@ -241,6 +257,154 @@ std::string csv_field(const std::string& s) {
 
 std::string csv_num(double v) { return std::isfinite(v) ? strf("%.10g", v) : std::string(); }
 
+// ------------------------------------------------------------------ reading report.json / point.json
+
+// Reads what to_json wrote, key by key; a missing key or a wrong type throws
+// ReadError naming its JSON pointer.
+struct ReadError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using json = nlohmann::json;
+
+const json& field(const json& o, const std::string& key, const std::string& at) {
+  if (!o.is_object()) throw ReadError((at.empty() ? "/" : at) + ": must be an object");
+  const auto it = o.find(key);
+  if (it == o.end()) throw ReadError(at + "/" + key + ": missing");
+  return *it;
+}
+std::string get_str(const json& o, const std::string& key, const std::string& at) {
+  const json& v = field(o, key, at);
+  if (!v.is_string()) throw ReadError(at + "/" + key + ": must be a string");
+  return v.get<std::string>();
+}
+bool get_bool(const json& o, const std::string& key, const std::string& at) {
+  const json& v = field(o, key, at);
+  if (!v.is_boolean()) throw ReadError(at + "/" + key + ": must be true or false");
+  return v.get<bool>();
+}
+uint64_t get_uint(const json& o, const std::string& key, const std::string& at) {
+  const json& v = field(o, key, at);
+  if (!v.is_number_unsigned()) throw ReadError(at + "/" + key + ": must be an unsigned integer");
+  return v.get<uint64_t>();
+}
+double num_of(const json& v, const std::string& at) {  // null: a non-finite number (num_or_null)
+  if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (!v.is_number()) throw ReadError(at + ": must be a number or null");
+  return v.get<double>();
+}
+double get_num(const json& o, const std::string& key, const std::string& at) {
+  return num_of(field(o, key, at), at + "/" + key);
+}
+const json& get_array(const json& o, const std::string& key, const std::string& at) {
+  const json& v = field(o, key, at);
+  if (!v.is_array()) throw ReadError(at + "/" + key + ": must be an array");
+  return v;
+}
+std::vector<double> get_nums(const json& o, const std::string& key, const std::string& at) {
+  std::vector<double> out;
+  const json& a = get_array(o, key, at);
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(num_of(a[i], at + "/" + key + "/" + std::to_string(i)));
+  return out;
+}
+
+RunResult read_run(const json& o, const std::string& at) {
+  RunResult run;
+  run.job = get_str(o, "job", at);
+  run.transport = get_str(o, "transport", at);
+  run.op = get_str(o, "op", at);
+  run.sweep_parameter = get_str(o, "sweep_parameter", at);
+  run.sweep_value = get_num(o, "sweep_value", at);
+  run.state = get_str(o, "state", at);
+  run.error = get_str(o, "error", at);
+  run.goodput_bps = get_num(o, "goodput_bps", at);
+  run.bytes = get_uint(o, "bytes", at);
+  run.messages = get_uint(o, "messages", at);
+  run.retransmits = get_uint(o, "retransmits", at);
+  run.spurious_retransmits = get_uint(o, "spurious_retransmits", at);
+  run.rtos = get_uint(o, "rtos", at);
+  run.data_packets = get_uint(o, "data_packets", at);
+  run.path_state_changes = get_uint(o, "path_state_changes", at);
+  const json& planes = get_array(o, "planes", at);
+  for (size_t p = 0; p < planes.size(); ++p) {
+    const std::string pat = at + "/planes/" + std::to_string(p);
+    if (get_uint(planes[p], "plane", pat) != p) throw ReadError(pat + "/plane: must be " + std::to_string(p));
+    run.planes.push_back(PlaneFigures{get_uint(planes[p], "rtos", pat), get_uint(planes[p], "retransmits", pat),
+                                      get_uint(planes[p], "state_changes", pat)});
+  }
+  run.verified = get_bool(o, "verified", at);
+  run.verification = get_str(o, "verification", at);
+  run.verify_failures = get_uint(o, "verify_failures", at);
+  const json& l = field(o, "latency", at);
+  const std::string lat = at + "/latency";
+  run.latency.samples = get_uint(l, "samples", lat);
+  run.latency.min_us = get_num(l, "min_us", lat);
+  run.latency.median_us = get_num(l, "median_us", lat);
+  run.latency.avg_us = get_num(l, "avg_us", lat);
+  run.latency.p99_us = get_num(l, "p99_us", lat);
+  run.latency.p999_us = get_num(l, "p999_us", lat);
+  run.latency.max_us = get_num(l, "max_us", lat);
+  const json& ivs = get_array(o, "intervals", at);
+  for (size_t i = 0; i < ivs.size(); ++i) {
+    const std::string iat = at + "/intervals/" + std::to_string(i);
+    Interval iv;
+    iv.t0_s = get_num(ivs[i], "t0_s", iat);
+    iv.t1_s = get_num(ivs[i], "t1_s", iat);
+    iv.goodput_bps = get_num(ivs[i], "goodput_bps", iat);
+    iv.messages = get_num(ivs[i], "messages", iat);
+    iv.retransmits = get_uint(ivs[i], "retransmits", iat);
+    iv.loss_seen = get_num(ivs[i], "loss_seen", iat);
+    iv.plane_bytes = get_nums(ivs[i], "plane_bytes", iat);
+    iv.plane_utilisation = get_nums(ivs[i], "plane_utilisation", iat);
+    iv.queue_bytes = get_num(ivs[i], "queue_bytes", iat);
+    iv.ecn_marks = get_uint(ivs[i], "ecn_marks", iat);
+    run.intervals.push_back(std::move(iv));
+  }
+  const json& evs = get_array(o, "events", at);
+  for (size_t i = 0; i < evs.size(); ++i) {
+    const std::string eat = at + "/events/" + std::to_string(i);
+    run.events.emplace_back(get_num(evs[i], "t_s", eat), get_str(evs[i], "label", eat));
+  }
+  run.seed = get_uint(o, "seed", at);
+  if (o.contains("fidelity")) {  // live runs
+    const json& fj = o["fidelity"];
+    const std::string fat = at + "/fidelity";
+    Fidelity& f = run.fidelity;
+    f.measured = true;
+    const json& ws = get_array(fj, "workers", fat);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const std::string wat = fat + "/workers/" + std::to_string(i);
+      WorkerFidelity w;
+      w.daemon = get_str(ws[i], "daemon", wat);
+      w.worker = get_str(ws[i], "worker", wat);
+      w.wall_s = get_num(ws[i], "wall_s", wat);
+      w.busy_fraction = get_num(ws[i], "busy_fraction", wat);
+      w.cpu_fraction = get_num(ws[i], "cpu_fraction", wat);
+      w.run_delay_fraction = get_num(ws[i], "run_delay_fraction", wat);
+      w.frames_timed = get_uint(ws[i], "frames_timed", wat);
+      w.frame_late_p50_us = get_num(ws[i], "frame_late_p50_us", wat);
+      w.frame_late_p99_us = get_num(ws[i], "frame_late_p99_us", wat);
+      w.timers_timed = get_uint(ws[i], "timers_timed", wat);
+      w.timer_late_p50_us = get_num(ws[i], "timer_late_p50_us", wat);
+      w.timer_late_p99_us = get_num(ws[i], "timer_late_p99_us", wat);
+      w.frames_received = get_uint(ws[i], "frames_received", wat);
+      w.receive_wait_p50_us = get_num(ws[i], "receive_wait_p50_us", wat);
+      w.receive_wait_p99_us = get_num(ws[i], "receive_wait_p99_us", wat);
+      f.workers.push_back(std::move(w));
+    }
+    const json& drops = field(fj, "drops", fat);
+    if (!drops.is_object()) throw ReadError(fat + "/drops: must be an object");
+    for (auto it = drops.begin(); it != drops.end(); ++it) f.drops[it.key()] = get_uint(drops, it.key(), fat + "/drops");
+    f.datapath_drops = get_uint(fj, "datapath_drops", fat);
+    const json& problems = get_array(fj, "problems", fat);
+    for (size_t i = 0; i < problems.size(); ++i) {
+      if (!problems[i].is_string()) throw ReadError(fat + "/problems/" + std::to_string(i) + ": must be a string");
+      f.problems.push_back(problems[i].get<std::string>());
+    }
+  }
+  return run;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ public
@@ -274,6 +438,53 @@ std::string timeseries_csv(const Report& r) {
   return out;
 }
 
+std::optional<Report> parse_report_json(const std::string& text, const std::string& source, std::string* error) {
+  const auto fail = [&](const std::string& message) -> std::optional<Report> {
+    if (error != nullptr) *error = source + ": " + message;
+    return std::nullopt;
+  };
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail("not JSON");
+  try {
+    Report r;
+    r.scenario_name = get_str(j, "scenario_name", "");
+    r.description = get_str(j, "description", "");
+    r.source = get_str(j, "source", "");
+    r.mode = get_str(j, "mode", "");
+    r.version = get_str(j, "version", "");
+    r.started_at = get_str(j, "started_at", "");
+    r.seed = get_uint(j, "seed", "");
+    r.scenario_yaml = get_str(j, "scenario_yaml", "");
+    r.planes = static_cast<uint32_t>(get_uint(j, "planes", ""));
+    r.plane_rate_bps = get_num(j, "plane_rate_bps", "");
+    r.duration_s = get_num(j, "duration_s", "");
+    if (j.contains("point")) {
+      const json& p = j["point"];
+      r.point = SweepPoint{get_uint(p, "index", "/point"), get_uint(p, "count", "/point"),
+                           get_str(p, "parameter", "/point"), get_num(p, "value", "/point")};
+    }
+    const json& runs = get_array(j, "runs", "");
+    for (size_t i = 0; i < runs.size(); ++i) r.runs.push_back(read_run(runs[i], "/runs/" + std::to_string(i)));
+    if (!r.point) {
+      const json& as = get_array(j, "assertions", "");
+      for (size_t i = 0; i < as.size(); ++i) {
+        const std::string at = "/assertions/" + std::to_string(i);
+        AssertionResult a;
+        a.text = get_str(as[i], "text", at);
+        a.passed = get_bool(as[i], "passed", at);
+        a.detail = get_str(as[i], "detail", at);
+        a.inconclusive = get_bool(as[i], "inconclusive", at);
+        if (as[i].contains("known_issue")) a.known_issue = get_str(as[i], "known_issue", at);
+        if (as[i].contains("value")) a.value = get_num(as[i], "value", at);
+        r.assertions.push_back(std::move(a));
+      }
+    }
+    return r;
+  } catch (const ReadError& e) {
+    return fail(e.what());
+  }
+}
+
 bool write_report(const Report& r, const std::string& dir, std::string* error) {
   auto fail = [error](const std::string& msg) {
     if (error != nullptr) *error = msg;
@@ -283,8 +494,12 @@ bool write_report(const Report& r, const std::string& dir, std::string* error) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail("cannot create report directory " + dir + ": " + ec.message());
   if (!std::filesystem::is_directory(dir, ec)) return fail("cannot create report directory " + dir + ": not a directory");
-  const std::pair<const char*, std::string> files[] = {
-      {"report.json", report_json(r)}, {"timeseries.csv", timeseries_csv(r)}, {"report.html", report_html(r)}};
+  std::vector<std::pair<const char*, std::string>> files;
+  if (r.point) {
+    files = {{"point.json", report_json(r)}};  // not a report until merged
+  } else {
+    files = {{"report.json", report_json(r)}, {"timeseries.csv", timeseries_csv(r)}, {"report.html", report_html(r)}};
+  }
   for (const auto& [name, text] : files) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     errno = 0;

@@ -22,18 +22,12 @@
 
 namespace metaroce::scenario {
 
-// Formatting shared with assertions.cc and engine.cc (declared there too).
-namespace detail {
-
-// A sweep value as the file would write it ("loss 1%", "skew 20us", "message_bytes 16K").
 std::string format_sweep_value(const std::string& parameter, double v) {
   if (parameter == "loss") return units::format_percent(v, 4);
   if (parameter == "skew_ns") return units::format_duration_as_written(static_cast<Nanos>(v));
   if (parameter == "message_bytes") return units::format_size(static_cast<uint64_t>(v));
   return units::trimmed_fixed(v, 3);
 }
-
-}  // namespace detail
 
 namespace {
 

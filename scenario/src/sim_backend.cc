@@ -391,9 +391,10 @@ class SimBackend final : public Backend {
 
 }  // namespace
 
-Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress, unsigned workers) {
+Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress, unsigned workers,
+                        std::optional<size_t> point) {
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
-  return run_scenario_parallel(s, [&s] { return std::make_unique<SimBackend>(s); }, workers, progress);
+  return run_scenario_parallel(s, [&s] { return std::make_unique<SimBackend>(s); }, workers, progress, point);
 }
 
 }  // namespace metaroce::scenario

@@ -15,7 +15,7 @@ case "$kustomize_version" in
   *) echo "SKIPPED: kubectl's kustomize is '${kustomize_version:-unknown}', the golden files are rendered by v5"; exit 77 ;;
 esac
 # name of the golden file = last path element
-kustomizations=(base overlays/afxdp overlays/dpdk monitoring)
+kustomizations=(base overlays/afxdp overlays/dpdk monitoring sweep-merge)
 status=0
 diff_file="$(mktemp)"
 trap 'rm -f "$diff_file"' EXIT

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/engine.h"
@@ -227,6 +230,109 @@ timeline:
   EXPECT_FALSE(same_run(a.runs[0], c.runs[0]));
   EXPECT_EQ(c.runs[0].seed, 44u);  // a run's seed: the scenario's + the run's number (1), live and simulated alike
   EXPECT_EQ(c.seed, 43u);
+}
+
+// A sweep run point by point (--point) and merged is the whole sweep: the
+// same report.json, timeseries.csv and page, apart from started_at. Merge
+// errors name the file and the field.
+TEST(SimRunner, SweepPointsMergeIntoTheWholeSweep) {
+  const Scenario s = parse(R"(name: point-sweep
+description: A small loss sweep, point by point
+seed: 7
+topology: {hosts: 2, planes: 2, ecmp_links: 2}
+base: {delay: 5us, rate: 1G}
+duration: 1s
+interval: 250ms
+jobs:
+  - {name: metaroce, from: h0, to: h1, size: 16K, paths: 4}
+  - {name: rocev2, from: h0, to: h1, transport: rocev2, size: 16K, connections: 2}
+sweep: {parameter: loss, values: [0, 1%, 5%]}
+assertions:
+  - {metric: retained, job: metaroce, min: 0.5}
+  - {metric: data_errors, job: all, max: 0}
+)");
+  ASSERT_EQ(sweep_points(s), 3u);
+  Report full = run_scenario_sim(s, {}, 1);
+  ASSERT_EQ(full.runs.size(), 6u);
+  // Each point alone, through its point.json text, in another order.
+  std::vector<Report> points;
+  std::vector<std::string> names;
+  for (size_t p : {2u, 0u, 1u}) {
+    const Report r = run_scenario_sim(s, {}, 1, p);
+    ASSERT_TRUE(r.point);
+    EXPECT_EQ(r.point->index, p);
+    EXPECT_EQ(r.point->count, 3u);
+    EXPECT_TRUE(r.assertions.empty());  // a point is not judged
+    ASSERT_EQ(r.runs.size(), 2u);
+    const std::string text = report_json(r);
+    EXPECT_EQ(text.find("\"derived\""), std::string::npos);
+    std::string err;
+    const std::optional<Report> back = parse_report_json(text, "p" + std::to_string(p), &err);
+    ASSERT_TRUE(back) << err;
+    EXPECT_EQ(report_json(*back), text);  // read back exactly
+    points.push_back(*back);
+    names.push_back("point-" + std::to_string(p) + "/point.json");
+  }
+  std::string err;
+  std::optional<Report> merged = merge_sweep_points(points, names, &err);
+  ASSERT_TRUE(merged) << err;
+  EXPECT_FALSE(merged->point);
+  merged->started_at = full.started_at;
+  EXPECT_EQ(report_json(*merged), report_json(full));
+  EXPECT_EQ(timeseries_csv(*merged), timeseries_csv(full));
+  EXPECT_EQ(report_html(*merged), report_html(full));
+
+  const auto merge_error = [&](std::vector<Report> ps, std::vector<std::string> ns) {
+    std::string e;
+    EXPECT_FALSE(merge_sweep_points(ps, ns, &e));
+    return e;
+  };
+  // A point missing, a point twice, a point of another seed, one out of range, a whole report.
+  EXPECT_EQ(merge_error({points[0], points[1]}, {names[0], names[1]}),
+            "point 1 missing: point.index must cover [0, 2], each point exactly once (got 2 of 3 points)");
+  EXPECT_EQ(merge_error({points[0], points[1], points[2], points[1]}, {names[0], names[1], names[2], "copy/point.json"}),
+            "copy/point.json: point.index: point 0 given twice (also point-0/point.json); each point in [0, 2] exactly once");
+  Report reseeded = points[2];
+  reseeded.seed = 8;
+  EXPECT_EQ(merge_error({points[0], points[1], reseeded}, names),
+            "point-1/point.json: seed: 8, but point-2/point.json has 7 (only points of one sweep, run by one "
+            "metarocectl, can be merged)");
+  Report foreign = points[2];
+  foreign.scenario_yaml += "# another file\n";
+  EXPECT_NE(merge_error({points[0], points[1], foreign}, names).find("point-1/point.json: scenario_yaml: differs from"),
+            std::string::npos);
+  Report beyond = points[2];
+  beyond.point->index = 3;
+  EXPECT_EQ(merge_error({points[0], points[1], beyond}, names), "point-1/point.json: point.index: must be in [0, 2] (got 3)");
+  EXPECT_NE(merge_error({points[0], full, points[2]}, names).find("point-0/point.json: point: missing"), std::string::npos);
+  // --point outside the sweep, or on a scenario without one.
+  try {
+    run_scenario_sim(s, {}, 1, 3);
+    ADD_FAILURE() << "point 3 of 3 ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "point: must be in [0, 2], one point per sweep.values entry (got 3)");
+  }
+  Scenario plain = s;
+  plain.sweep.reset();
+  EXPECT_EQ(sweep_point_error(plain, 0, "--point"),
+            "--point: test.yaml has no sweep, so it has no points (a point is one value of sweep.values)");
+
+  // Live fields (fidelity) read back exactly too.
+  Report live = full;
+  live.mode = "live";
+  Fidelity& f = live.runs[1].fidelity;
+  f.measured = true;
+  f.workers.push_back(WorkerFidelity{"h0", "endpoint", 1.5, 0.25, 0.5, 0.125, 10, 1.25, 300.5, 20, 2.5, 900.25, 30, 3.5, 260.75});
+  f.drops = {{"emulator random_loss", 12}, {"port rx_dropped", 1}};
+  f.datapath_drops = 1;
+  f.problems = {"h0 endpoint: frames waited 260.75 us at p99"};
+  const std::optional<Report> live_back = parse_report_json(report_json(live), "live", &err);
+  ASSERT_TRUE(live_back) << err;
+  EXPECT_EQ(report_json(*live_back), report_json(live));
+  EXPECT_EQ(live_back->assertions.size(), full.assertions.size());
+  std::string bad;
+  EXPECT_FALSE(parse_report_json("{\"scenario_name\": 1}", "x.json", &bad));
+  EXPECT_EQ(bad, "x.json: /scenario_name: must be a string");
 }
 
 TEST(SimRunner, LossSweepRetainedFallsAndRoCEv2FallsFaster) {

@@ -82,6 +82,7 @@ std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, ui
 struct RunPlan {
   size_t index = 0;               // 1-based, in plan order
   size_t count = 0;               // runs in the scenario
+  size_t point = 0;               // sweep point: index of sweep_value in sweep.values (0 without a sweep)
   std::string label;              // "metaroce loss=1%"
   std::string sweep_parameter;
   double sweep_value = 0;
@@ -93,8 +94,15 @@ struct RunPlan {
   std::vector<Nanos> sample_at_ns;     // interval ends: interval, 2 x interval, ..., duration
 };
 
-// Every run of a scenario, in order.
+// Every run of a scenario, in order. A sweep runs value by value, so a
+// point's runs are consecutive.
 std::vector<RunPlan> plan_scenario(const Scenario& s);
+
+// The points of a sweep (one per sweep value); 0 without a sweep.
+size_t sweep_points(const Scenario& s);
+// "" when `point` is a sweep point of s, else what is wrong, naming `field`
+// (e.g. "--point: must be in [0, 5], one per sweep.values entry (got 6)").
+std::string sweep_point_error(const Scenario& s, size_t point, const std::string& field);
 
 // Cumulative fabric counters at an instant of a run (scenario time).
 struct FabricSample {
@@ -138,7 +146,11 @@ constexpr Nanos kDrainGraceNs = 10'000'000'000;
 // Runs every planned run of the scenario through the backend and evaluates
 // the assertions. progress (may be empty) gets a line per run and, for a
 // real-time backend, a line per interval.
-Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress = {});
+// With `point`, only that sweep point's runs go (sweep_point_error must be
+// ""), planned and seeded as in the whole sweep; the report carries the point
+// (Report::point) and no assertions.
+Report run_scenario(const Scenario& s, Backend& backend, const Progress& progress = {},
+                    std::optional<size_t> point = std::nullopt);
 
 // The same with up to `workers` runs at once, each on its own backend from
 // make_backend (a real-time backend runs them one after another). Every run
@@ -146,6 +158,16 @@ Report run_scenario(const Scenario& s, Backend& backend, const Progress& progres
 // number of workers; progress lines come in plan order.
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backend, unsigned workers,
-                             const Progress& progress = {});
+                             const Progress& progress = {}, std::optional<size_t> point = std::nullopt);
+
+// Joins the reports of every point of one sweep (run_scenario with a point,
+// in any order; names[i] says where points[i] came from, for messages) into
+// the report the whole sweep gives: the runs in plan order, the assertions
+// evaluated over all of them, started_at the earliest point's. Every point
+// must come from the same scenario text, seed, mode and version, each point
+// exactly once, and its runs must be the ones the plan gives that point (job,
+// sweep value, seed). nullopt and *error ("<name>: point.index: ...") otherwise.
+std::optional<Report> merge_sweep_points(const std::vector<Report>& points, const std::vector<std::string>& names,
+                                         std::string* error);
 
 }  // namespace metaroce::scenario

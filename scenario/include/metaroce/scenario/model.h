@@ -14,6 +14,7 @@
 // into one receiver).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -262,6 +263,19 @@ struct AssertionResult {
   bool known_failure() const { return !known_issue.empty() && !passed && !inconclusive; }
 };
 
+// One point of a sweep run alone (metarocectl scenario run --point I): the
+// runs of every job at sweep.values[index], planned and seeded exactly as in
+// the whole sweep, so they are the same runs. A point is not judged: its
+// assertions need every point (retained compares each value with the first),
+// so a point's Report has none until merge_sweep_points (engine.h) joins all
+// of them into the whole sweep's report.
+struct SweepPoint {
+  size_t index = 0;                 // 0-based, in sweep.values order
+  size_t count = 0;                 // the sweep's points (= sweep.values)
+  std::string parameter;            // sweep.parameter
+  double value = 0;                 // sweep.values[index]
+};
+
 struct Report {
   std::string scenario_name, description, source;
   std::string mode;                 // "sim" or "live"
@@ -272,6 +286,7 @@ struct Report {
   uint32_t planes = 0;
   double plane_rate_bps = 0;        // per plane
   double duration_s = 0;            // each run's traffic, scenario seconds; intervals after it are the drain
+  std::optional<SweepPoint> point;  // set: only this sweep point ran, nothing is judged (no assertions)
   std::vector<RunResult> runs;
   std::vector<AssertionResult> assertions;
   bool passed() const {

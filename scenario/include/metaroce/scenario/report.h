@@ -12,6 +12,7 @@
 // against the JSON.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "metaroce/scenario/model.h"
@@ -27,6 +28,14 @@ std::string summary_table(const Report& r);    // aligned text for the terminal
 std::string format_number(const std::string& key, double value);
 
 // Writes the three files into dir (created if needed); false and *error on failure.
+// A single sweep point (Report::point) is not a report: it writes dir/point.json
+// only (report_json's layout with "point", without assertions and derived figures).
 bool write_report(const Report& r, const std::string& dir, std::string* error);
+
+// Reads report_json's text (report.json or point.json) back into a Report:
+// every field it writes (the derived figures are recomputed from the runs, not
+// read). nullopt and *error ("SOURCE: /runs/3/seed: missing") when the text is
+// not that layout.
+std::optional<Report> parse_report_json(const std::string& text, const std::string& source, std::string* error);
 
 }  // namespace metaroce::scenario

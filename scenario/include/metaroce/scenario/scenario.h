@@ -19,6 +19,10 @@ std::optional<Scenario> load_scenario_file(const std::string& path, std::string*
 // word of at most 256 printable characters. "" when fine, else what is wrong.
 std::string daemon_address_error(const std::string& address);
 
+// A sweep value as the file would write it: "1%" (loss), "20us" (skew_ns),
+// "16K" (message_bytes), else the number ("4").
+std::string format_sweep_value(const std::string& parameter, double v);
+
 // Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
 // planes can only be swept in the simulator"); "" when it can run.
 std::string check_runnable(const Scenario& s, bool live);
@@ -37,8 +41,9 @@ std::vector<PlannedRun> plan_runs(const Scenario& s);
 // evaluates its assertions. progress (may be empty) gets a line per run.
 // Independent runs (sweep points, transports) go on up to `workers` threads
 // at once (0: one per core); the report is the same whatever the number.
+// With `point`, only that sweep point (run_scenario in engine.h).
 Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {},
-                        unsigned workers = 0);
+                        unsigned workers = 0, std::optional<size_t> point = std::nullopt);
 
 // Assertions over finished runs (the same thresholds live and in the simulator).
 std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs);
