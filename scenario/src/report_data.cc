@@ -390,6 +390,8 @@ RunResult read_run(const json& o, const std::string& at) {
       w.frames_received = get_uint(ws[i], "frames_received", wat);
       w.receive_wait_p50_us = get_num(ws[i], "receive_wait_p50_us", wat);
       w.receive_wait_p99_us = get_num(ws[i], "receive_wait_p99_us", wat);
+      w.realtime_share = get_num(ws[i], "realtime_share", wat);
+      w.realtime_demotions = get_uint(ws[i], "realtime_demotions", wat);
       f.workers.push_back(std::move(w));
     }
     const json& drops = field(fj, "drops", fat);

@@ -322,7 +322,7 @@ assertions:
   live.mode = "live";
   Fidelity& f = live.runs[1].fidelity;
   f.measured = true;
-  f.workers.push_back(WorkerFidelity{"h0", "endpoint", 1.5, 0.25, 0.5, 0.125, 10, 1.25, 300.5, 20, 2.5, 900.25, 30, 3.5, 260.75});
+  f.workers.push_back(WorkerFidelity{"h0", "endpoint", 1.5, 0.25, 0.5, 0.125, 10, 1.25, 300.5, 20, 2.5, 900.25, 30, 3.5, 260.75, 0.425, 7});
   f.drops = {{"emulator random_loss", 12}, {"port rx_dropped", 1}};
   f.datapath_drops = 1;
   f.problems = {"h0 endpoint: frames waited 260.75 us at p99"};
