@@ -10,6 +10,9 @@
 //                                  (timers, pacing) if nothing else happens
 //   poll_completions(out)          completions, in post order per stream
 // No call blocks, sleeps or reads a clock; steady-state calls do not allocate.
+// A connection's state grows when it first needs more (docs/architecture.md,
+// "Memory per connection"): an idle one holds little, and the arrays a stream
+// or a path uses are allocated once, by its first post, post_recv or packet.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,7 @@ struct ConnectionStats {
   uint64_t go_back_n = 0;  // RoCEv2: rewinds
   double conn_cwnd_bytes = 0;
   uint32_t rate_hint_kbps = 0;
+  uint64_t state_bytes = 0;  // bytes of engine state the connection holds now (Connection::state_bytes)
   std::vector<PathStats> paths;
 };
 
@@ -90,6 +94,9 @@ struct EndpointCounters {
   uint64_t drop_wrong_peer = 0;      // connection id valid but sent from another address
   uint64_t drop_out_of_window = 0;
   uint64_t completion_queue_overflow = 0;
+  // A gauge, not a count: bytes of engine state all connections hold now (the
+  // sum of ConnectionStats::state_bytes).
+  uint64_t connection_state_bytes = 0;
   uint64_t naks_unknown_connection = 0;
   uint64_t naks_sent[kRejectCodes] = {};      // by RejectCode, every connection
   uint64_t naks_received[kRejectCodes] = {};
@@ -149,6 +156,8 @@ class Endpoint {
   void push_completion(const Completion& c);
   uint32_t rate_hint_kbps(Nanos now);
   void note_active_sender(uint32_t conn, Nanos now);
+  // A connection allocated more state (counters().connection_state_bytes).
+  void add_connection_state_bytes(size_t bytes) { counters_.connection_state_bytes += bytes; }
   EndpointCounters& mutable_counters() { return counters_; }
 
   // How late this host services timers (RFC 6298's clock granularity G), as
