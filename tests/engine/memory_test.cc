@@ -159,6 +159,35 @@ TEST(ConnectionMemory, StateGrowsWithUseOnly) {
   EXPECT_EQ(h.ep(kB).counters().connection_state_bytes, state(h, kB, conn.b));
 }
 
+// A connection prepared at a control-plane moment (Endpoint::prepare, as the
+// daemon's traffic jobs do at their start) allocates nothing once traffic runs,
+// and holds what first use would have given it.
+TEST(ConnectionMemory, PreparedConnectionAllocatesNothingOnTraffic) {
+  Harness lazy(uniform_planes(2)), prepared(uniform_planes(2));
+  const ConnPair cl = lazy.connect_metaroce(4, 2), cp = prepared.connect_metaroce(4, 2);
+  for (uint16_t s = 0; s < 2; ++s) {
+    ASSERT_TRUE(prepared.ep(kA).prepare(cp.a, s, mt::ConnectionUse::kRequest));
+    ASSERT_TRUE(prepared.ep(kB).prepare(cp.b, s, mt::ConnectionUse::kReceive));
+    ASSERT_TRUE(prepared.ep(kB).prepare(cp.b, s, mt::ConnectionUse::kRespond));
+  }
+  EXPECT_FALSE(prepared.ep(kA).prepare(cp.a, 2, mt::ConnectionUse::kRequest)) << "the connection has 2 streams";
+  const uint64_t prepared_a = state(prepared, kA, cp.a), prepared_b = state(prepared, kB, cp.b);
+  for (auto [h, conn] : {std::pair{&lazy, cl}, std::pair{&prepared, cp}}) {
+    Traffic t(*h, conn, 2, 16);
+    for (uint16_t s = 0; s < 2; ++s) {
+      t.add(Verb::kWrite, s, 6000);
+      t.add(Verb::kRead, s, 6000);
+    }
+    t.start();
+    ASSERT_TRUE(h->run_until([&] { return t.done(); }, 50 * kMs));
+    t.check();
+  }
+  EXPECT_EQ(state(prepared, kA, cp.a), prepared_a);
+  EXPECT_EQ(state(prepared, kB, cp.b), prepared_b);
+  EXPECT_EQ(state(lazy, kA, cl.a), prepared_a) << "prepare allocates what first use allocates";
+  EXPECT_EQ(state(lazy, kB, cl.b), prepared_b);
+}
+
 // Everything observable about one run of mixed verbs on a lossy, duplicating,
 // reordering fabric: every completion with its virtual time, every path's and
 // the connection's figures, and the endpoints' counters.

@@ -58,6 +58,7 @@ class Connection {
   // (Endpoint::add_connection_state_bytes), and never shrinks before destruction.
   virtual size_t state_bytes() const = 0;
   virtual bool set_path_entropy(uint8_t path, uint16_t src_port) = 0;
+  virtual bool prepare(uint16_t stream, ConnectionUse use) = 0;  // Endpoint::prepare
 
   const ConnectionConfig& config() const { return cfg_; }
 

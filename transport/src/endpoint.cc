@@ -202,6 +202,11 @@ PostError Endpoint::post_recv(uint32_t conn, uint16_t stream, const RecvRequest&
   return c ? c->post_recv(stream, rr) : PostError::kUnknownConnection;
 }
 
+bool Endpoint::prepare(uint32_t conn, uint16_t stream, ConnectionUse use) {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c && c->prepare(stream, use);
+}
+
 bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) {
   Connection* c = find(by_id_, by_qpn_, conn);
   return c && c->set_path_entropy(path, src_port);

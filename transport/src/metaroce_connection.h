@@ -197,6 +197,7 @@ class MetaRoceConnection final : public Connection {
   PostError post(uint16_t stream, const WorkRequest& wr) override;
   PostError post_recv(uint16_t stream, const RecvRequest& rr) override;
   bool set_path_entropy(uint8_t path, uint16_t src_port) override;
+  bool prepare(uint16_t stream, ConnectionUse use) override;
   void release_completions(Stream& s, uint16_t sid);
   void fail_message(uint16_t sid, TxMsg& m, WcStatus st);
   void emit_recv(Stream& s, uint16_t sid, const RxMsg& m, WcStatus st);

@@ -177,6 +177,19 @@ PostError MetaRoceConnection::post_recv(uint16_t stream, const RecvRequest& rr) 
   return PostError::kOk;
 }
 
+bool MetaRoceConnection::prepare(uint16_t stream, ConnectionUse use) {
+  if (stream >= cfg_.streams) return false;
+  activate();
+  Stream& s = streams_[stream];
+  switch (use) {
+    case ConnectionUse::kRequest: ensure_requests(s); break;
+    case ConnectionUse::kReceive: ensure_receive_window(s); break;
+    case ConnectionUse::kRespond: ensure_responses(s); break;
+    case ConnectionUse::kPostReceives: ensure_posted_receives(s); break;
+  }
+  return true;
+}
+
 bool MetaRoceConnection::set_path_entropy(uint8_t path, uint16_t src_port) {
   if (path >= cfg_.paths.size()) return false;
   activate();

@@ -80,6 +80,13 @@ class RoceConnection final : public Connection {
     return PostError::kOk;
   }
 
+  bool prepare(uint16_t stream, ConnectionUse use) override {
+    if (stream != 0) return false;
+    if (use == ConnectionUse::kRequest && !wrs_.allocated()) hold(wrs_.allocate());
+    if (use == ConnectionUse::kPostReceives && !posted_.allocated()) hold(posted_.allocate());
+    return use == ConnectionUse::kRequest || use == ConnectionUse::kPostReceives;
+  }
+
   bool set_path_entropy(uint8_t path, uint16_t src_port) override {
     if (path != 0) return false;
     cfg_.paths[0].src_port = src_port;

@@ -104,6 +104,14 @@ struct EndpointCounters {
 
 class Connection;  // internal, one per transport kind
 
+// What a connection's stream is about to be used for (Endpoint::prepare).
+enum class ConnectionUse : uint8_t {
+  kRequest,       // post requests (request slots, the paths' transmission records)
+  kReceive,       // take the peer's requests (the receive window)
+  kRespond,       // answer the peer's READs and atomics (response slots, transmission records)
+  kPostReceives,  // post receives for the peer's SENDs (posted-receive slots)
+};
+
 class Endpoint {
  public:
   explicit Endpoint(const EndpointConfig& config);
@@ -119,6 +127,12 @@ class Endpoint {
   // Returns the local connection id, or an error (field and allowed range) in *error.
   std::optional<uint32_t> create_connection(const ConnectionConfig& config, std::string* error);
   bool destroy_connection(uint32_t local_id);
+  // Allocates now what the stream's first use would allocate on the datapath
+  // (at a post, or inside on_frame), so a worker that prepares at a job's start
+  // allocates nothing once traffic runs. False: no such connection or stream,
+  // or a use the transport does not have (RoCEv2 allocates nothing to receive
+  // or respond).
+  bool prepare(uint32_t conn, uint16_t stream, ConnectionUse use);
 
   // Verbs.
   PostError post(uint32_t conn, uint16_t stream, const WorkRequest& wr);
