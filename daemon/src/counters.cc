@@ -144,6 +144,9 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
             "Requests the peers refused (NAKs received), by cause");
       }
       add("endpoint_cq_overflow_total", {}, c.completion_queue_overflow, "Completions lost to a full queue");
+      add("endpoint_connection_state_bytes", {}, static_cast<double>(c.connection_state_bytes),
+          "Bytes of engine state all connections hold now (idle ones little; a stream's or path's arrays from first use)",
+          false);
       add_worker("endpoint", w);
     }
     std::vector<uint32_t> ids;
@@ -164,6 +167,9 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
         add("connection_messages_completed_total", l, s.messages_completed, "Messages completed");
         add("connection_payload_bytes_completed_total", l, s.payload_bytes_completed, "Payload bytes completed");
         add("connection_duplicates_received_total", l, s.duplicates_received, "Duplicate packets received");
+        add("connection_state_bytes", l, static_cast<double>(s.state_bytes),
+            "Bytes of engine state this connection holds now (grows at its first post, receive or packet per stream/path)",
+            false);
         for (size_t p = 0; p < s.paths.size(); ++p) {
           const auto& ps = s.paths[p];
           std::vector<std::pair<std::string, std::string>> pl = {

@@ -290,6 +290,10 @@ bool TrafficDriver::attach(std::string* error) {
       c.src_key = key.value_or(0);
     }
     if (!key) return invalid(format("memory: registering the buffers of connection %u failed", id));
+    // The engine allocates a stream's request slots and the paths' records at
+    // its first post; here, at the job's start, so pump() never allocates. A
+    // stream the connection lacks fails at its first post, as without this.
+    for (uint16_t s = 0; s < spec_.streams; ++s) ep_.prepare(id, s, transport::ConnectionUse::kRequest);
   }
   std::sort(im.by_id.begin(), im.by_id.end());
   return true;
@@ -604,6 +608,11 @@ bool Responder::attach(std::string* error) {
                                      transport::kAccessRemoteAtomic);
   if (!key) return invalid("memory: registering the target region failed");
   target_key_ = *key;
+  // Every operation's requests land in the stream's receive window, which the
+  // engine would otherwise allocate at the first one, inside the worker's
+  // receive path. (Response slots, for READs and atomics only, still come with
+  // the first of those: the responder is not told the operation.)
+  for (uint16_t s = 0; s < spec_.streams; ++s) ep_.prepare(spec_.conn, s, transport::ConnectionUse::kReceive);
   if (spec_.recv_message_bytes == 0) return true;
   key = ep_.register_memory(recv_.data(), recv_.size(), transport::kAccessLocalWrite);
   if (!key) return invalid("memory: registering the receive buffers failed");

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "metaroce/transport/endpoint.h"
@@ -50,7 +52,13 @@ class Connection {
   virtual bool poll_tx(TxFrame& f, uint64_t ready_planes, Nanos now) = 0;
   virtual Nanos next_deadline() const = 0;
   virtual ConnectionStats stats() const = 0;
+  // Bytes this connection's state occupies now: the object and the arrays it
+  // allocated (ConnectionStats::state_bytes). It grows as the connection first
+  // needs more, each growth also reported to the endpoint's total
+  // (Endpoint::add_connection_state_bytes), and never shrinks before destruction.
+  virtual size_t state_bytes() const = 0;
   virtual bool set_path_entropy(uint8_t path, uint16_t src_port) = 0;
+  virtual bool prepare(uint16_t stream, ConnectionUse use) = 0;  // Endpoint::prepare
 
   const ConnectionConfig& config() const { return cfg_; }
 
@@ -71,11 +79,13 @@ class Connection {
   ConnectionConfig cfg_;
 };
 
-// Fixed-size bitmap allocated once; set() reports whether the bit was new.
+// A message slot's chunk bitmap: a view of words its slot array owns (one
+// block for every slot, see SlotArray below), so a slot is
+// reset and reused without allocating; set() reports whether the bit was new.
 class ChunkBitmap {
  public:
-  void resize(size_t bits) { words_.assign((bits + 63) / 64, 0); }
-  void clear() { std::fill(words_.begin(), words_.end(), 0); }
+  void bind(uint64_t* words, uint32_t count) { words_ = words, count_ = count; }
+  void clear() { std::fill_n(words_, count_, 0); }
   bool test(size_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
   bool set(size_t i) {
     const uint64_t m = 1ull << (i & 63);
@@ -86,9 +96,41 @@ class ChunkBitmap {
   void reset(size_t i) { words_[i >> 6] &= ~(1ull << (i & 63)); }
 
  private:
-  std::vector<uint64_t> words_;
+  uint64_t* words_ = nullptr;
+  uint32_t count_ = 0;
 };
 
+// Slots of one kind (a stream's requests, responses, receive window, posted
+// receives; a QP's work requests), allocated when first needed (allocate), with
+// every slot's chunk bitmaps carved from one block. size() is the capacity from the
+// start, so sequence arithmetic (msg_seq % size()) and window checks do not
+// depend on whether the slots exist yet; a slot is only indexed once they do.
+template <typename Slot>
+class SlotArray {
+ public:
+  explicit SlotArray(uint32_t size = 0) : size_(size) {}
+  uint32_t size() const { return size_; }
+  bool allocated() const { return slots_ != nullptr; }
+  Slot& operator[](uint32_t i) { return slots_[i]; }
+  const Slot& operator[](uint32_t i) const { return slots_[i]; }
+  // Allocates the slots (value-initialised) and, for each bitmap member named
+  // (&Slot::member), bitmap_words zeroed words per slot. Returns the bytes allocated.
+  template <typename... Bitmap>
+  size_t allocate(uint32_t bitmap_words = 0, Bitmap... bitmaps) {
+    slots_ = std::make_unique<Slot[]>(size_);
+    const size_t words = static_cast<size_t>(size_) * sizeof...(Bitmap) * bitmap_words;
+    if (words) bits_ = std::make_unique<uint64_t[]>(words);
+    uint64_t* w = bits_.get();
+    for (uint32_t i = 0; i < size_; ++i)
+      ((slots_[i].*bitmaps).bind(std::exchange(w, w + bitmap_words), bitmap_words), ...);
+    return static_cast<size_t>(size_) * sizeof(Slot) + words * sizeof(uint64_t);
+  }
+
+ private:
+  uint32_t size_ = 0;
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<uint64_t[]> bits_;
+};
 
 std::unique_ptr<Connection> make_metaroce_connection(Endpoint& ep, const ConnectionConfig& cfg);
 std::unique_ptr<Connection> make_rocev2_connection(Endpoint& ep, const ConnectionConfig& cfg);

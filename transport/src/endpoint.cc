@@ -165,6 +165,7 @@ std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& conf
   auto conn = config.transport == TransportKind::kRoCEv2 ? make_rocev2_connection(*this, config)
                                                           : make_metaroce_connection(*this, config);
   table[config.local_id] = conn.get();
+  counters_.connection_state_bytes += conn->state_bytes();
   connections_.push_back(std::move(conn));
   last_seen_.emplace_back(config.local_id, INT64_MIN / 2);
   return config.local_id;
@@ -175,6 +176,7 @@ bool Endpoint::destroy_connection(uint32_t local_id) {
     Connection* c = connections_[i].get();
     if (c->config().local_id != local_id) continue;
     (c->config().transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_).erase(local_id);
+    counters_.connection_state_bytes -= c->state_bytes();
     connections_.erase(connections_.begin() + static_cast<long>(i));
     return true;
   }
@@ -198,6 +200,11 @@ PostError Endpoint::post(uint32_t conn, uint16_t stream, const WorkRequest& wr) 
 PostError Endpoint::post_recv(uint32_t conn, uint16_t stream, const RecvRequest& rr) {
   Connection* c = find(by_id_, by_qpn_, conn);
   return c ? c->post_recv(stream, rr) : PostError::kUnknownConnection;
+}
+
+bool Endpoint::prepare(uint32_t conn, uint16_t stream, ConnectionUse use) {
+  Connection* c = find(by_id_, by_qpn_, conn);
+  return c && c->prepare(stream, use);
 }
 
 bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) {

@@ -9,10 +9,11 @@
 // entry point for the rest of the transport is make_metaroce_connection (connection.h).
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "congestion.h"
@@ -41,14 +42,16 @@ struct ChunkRef {
 
 enum class RecState : uint8_t { kFree, kOutstanding, kAcked, kLost };
 
+// sent_at first: 32 bytes instead of 40 (kRingSize of them per path).
 struct TxRecord {
-  ChunkRef ref;
   Nanos sent_at = 0;
+  ChunkRef ref;
   uint32_t bytes = 0;  // frame bytes, for window accounting
   uint32_t payload = 0;
   RecState state = RecState::kFree;
   bool retx = false;
 };
+static_assert(sizeof(TxRecord) == 32);
 
 // One message being sent: a requester's work request or a responder's READ/atomic response.
 struct TxMsg {
@@ -97,22 +100,31 @@ struct RxMsg {
   ChunkBitmap bits;
 };
 
+// One stream. Its slot arrays are allocated on first use: req by the first
+// post, posted by the first post_recv, rx by the first request packet from the
+// peer, resp and resp_fifo by the first READ or atomic the peer asks of us.
 struct Stream {
+  explicit Stream(const ConnectionConfig& cfg)
+      : req(cfg.max_outstanding_per_stream),
+        resp(2 * cfg.recv_window_messages),
+        resp_fifo(2 * cfg.recv_window_messages),
+        rx(cfg.recv_window_messages),
+        posted(cfg.recv_window_messages) {}
   // Send side.
-  std::vector<TxMsg> req;        // indexed msg_seq % size
+  SlotArray<TxMsg> req;          // indexed msg_seq % size
   uint32_t head_seq = 0;         // oldest request not yet completed to the user
   uint32_t next_seq = 0;         // next msg_seq to assign
   uint32_t cursor_seq = 0;       // first request that may still have unsent chunks
   uint32_t next_recv_seq = 0;    // SENDs posted so far
   uint32_t peer_watermark = 0;   // peer reports: all our requests below this are complete there
-  std::vector<TxMsg> resp;       // responses we owe the peer, indexed msg_seq % size
-  std::vector<uint32_t> resp_fifo;  // msg_seqs of responses in creation order
+  SlotArray<TxMsg> resp;         // responses we owe the peer, indexed msg_seq % size
+  SlotArray<uint32_t> resp_fifo;  // msg_seqs of responses in creation order
   uint32_t resp_fifo_head = 0, resp_fifo_tail = 0;
   bool error = false;
   // Receive side.
-  std::vector<RxMsg> rx;         // indexed msg_seq % size
+  SlotArray<RxMsg> rx;           // indexed msg_seq % size
   uint32_t rx_base = 0;          // all peer messages below this are complete (the watermark)
-  std::vector<RecvRequest> posted;
+  SlotArray<RecvRequest> posted;
   uint32_t posted_count = 0, consumed_count = 0;
   bool rx_error = false;
 };
@@ -126,7 +138,10 @@ struct Path {
   double spray_credit = 0;  // smooth weighted round-robin (pick_path)
   // Sender.
   uint32_t next_seq = 0, floor = 0;
-  std::array<TxRecord, kRingSize> ring{};
+  // kRingSize records in the connection's block (tx_records_), from the
+  // connection's first message to send (ensure_transmit); only [floor, next_seq)
+  // is ever read, an empty range until the first record.
+  TxRecord* ring = nullptr;
   uint32_t inflight = 0;
   uint64_t inflight_bytes = 0;
   double srtt = 0, rttvar = 0;
@@ -182,6 +197,7 @@ class MetaRoceConnection final : public Connection {
   PostError post(uint16_t stream, const WorkRequest& wr) override;
   PostError post_recv(uint16_t stream, const RecvRequest& rr) override;
   bool set_path_entropy(uint8_t path, uint16_t src_port) override;
+  bool prepare(uint16_t stream, ConnectionUse use) override;
   void release_completions(Stream& s, uint16_t sid);
   void fail_message(uint16_t sid, TxMsg& m, WcStatus st);
   void emit_recv(Stream& s, uint16_t sid, const RxMsg& m, WcStatus st);
@@ -238,6 +254,22 @@ class MetaRoceConnection final : public Connection {
   void restart_message(Stream& s, TxMsg& m, Nanos resume_at);
   Nanos next_deadline() const override;
 
+  // --- state allocated on first need (metaroce_verbs.cc)
+  // Paths, streams and the NAK queue: at the first post, post_recv,
+  // set_path_entropy or packet. Until then the connection holds its object only.
+  void activate();
+  bool active() const { return !paths_.empty(); }
+  Path make_path(size_t i) const;
+  // Transmission records of every path and the retransmit queue: at the first
+  // message this connection sends (a posted request or a response it owes).
+  void ensure_transmit();
+  void ensure_requests(Stream& s);
+  void ensure_responses(Stream& s);
+  void ensure_receive_window(Stream& s);
+  void ensure_posted_receives(Stream& s);
+  void hold(size_t bytes);
+  size_t state_bytes() const override { return state_bytes_; }
+
   // --- small helpers and constants (here)
   uint32_t chunks_for(uint32_t len) const { return len == 0 ? 1 : (len + cfg_.mtu_payload - 1) / cfg_.mtu_payload; }
 
@@ -247,8 +279,11 @@ class MetaRoceConnection final : public Connection {
   // --- state, shared by all the files above
   uint32_t mss_ = 0, frame_overhead_ = 0, max_chunks_ = 0;
   uint16_t dst_port_ = 0;
+  uint32_t bitmap_words_ = 0;  // words of one chunk bitmap: max_chunks_ bits
+  size_t state_bytes_ = 0;
   std::vector<Stream> streams_;
   std::vector<Path> paths_;
+  std::unique_ptr<TxRecord[]> tx_records_;  // kRingSize per path, Path::ring points into it
   std::vector<ChunkRef> retx_;
   uint64_t retx_head_ = 0, retx_tail_ = 0;
   std::vector<wire::NakExt> naks_;

@@ -11,6 +11,7 @@ namespace metaroce::transport::detail {
 // The endpoint has validated the CRC and decoded the packet before dispatch.
 void MetaRoceConnection::on_metaroce_packet(const wire::UdpFrameView& v, const wire::PacketView& pv, Nanos now) {
   last_now_ = now;
+  activate();
   if (pv.opcode == Opcode::kAck) return on_ack(pv, now);
   if (pv.opcode == Opcode::kNak) return on_nak(pv, now);
   const uint8_t path_id = pv.common.path_id;
@@ -70,6 +71,7 @@ void MetaRoceConnection::rx_data(const wire::PacketView& pv, Nanos now) {
     ep_.mutable_counters().drop_out_of_window++;
     return;
   }
+  ensure_receive_window(s);
   RxMsg& m = s.rx[mseq % s.rx.size()];
   if (m.active && m.msg_seq == mseq && m.failed) return nak(sid, pv, m.nak);
   if (s.rx_error) return nak(sid, pv, wire::NakCode::kInvalidRequest);
@@ -254,6 +256,7 @@ bool MetaRoceConnection::execute_request(Stream& s, uint16_t sid, RxMsg& m) {
 
 TxMsg* MetaRoceConnection::new_response(Stream& s, uint32_t mseq) {
   if (s.resp_fifo_tail - s.resp_fifo_head >= s.resp_fifo.size()) return nullptr;
+  ensure_responses(s);
   TxMsg& r = s.resp[mseq % s.resp.size()];
   if (r.active) return nullptr;
   r.active = true;

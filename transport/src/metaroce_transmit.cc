@@ -11,6 +11,7 @@ namespace metaroce::transport::detail {
 
 bool MetaRoceConnection::poll_tx(TxFrame& f, uint64_t ready, Nanos now) {
   last_now_ = now;
+  if (!active()) return false;  // nothing posted and nothing received: nothing to send
   if (now >= next_timer_at_) service_timers(now);
   if (send_acks_and_naks(f, ready, now)) return true;
   if (send_probe(f, ready, now)) return true;

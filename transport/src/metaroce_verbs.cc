@@ -11,62 +11,97 @@ namespace metaroce::transport {
 namespace detail {
 
 MetaRoceConnection::MetaRoceConnection(Endpoint& ep, const ConnectionConfig& cfg) : Connection(ep, cfg) {
-  const TransportTuning& t = cfg_.tuning;
   frame_overhead_ = wire::kUdpFrameHeaderBytes + sizeof(wire::CommonHeader) + sizeof(wire::WriteExt) +
                     wire::kCrcBytes;
   mss_ = cfg_.mtu_payload + frame_overhead_;
   max_chunks_ = (cfg_.max_message_bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  bitmap_words_ = (max_chunks_ + 63) / 64;
   dst_port_ = cfg_.peer_udp_port ? cfg_.peer_udp_port : wire::kDefaultUdpPort;
-  streams_.resize(cfg_.streams);
-  const uint32_t resp_cap = 2 * cfg_.recv_window_messages;
-  for (Stream& s : streams_) {
-    s.req.resize(cfg_.max_outstanding_per_stream);
-    for (TxMsg& m : s.req) {
-      m.acked.resize(max_chunks_);
-      m.resp_bits.resize(max_chunks_);
-    }
-    s.resp.resize(resp_cap);
-    for (TxMsg& m : s.resp) m.acked.resize(max_chunks_);
-    s.resp_fifo.resize(resp_cap);
-    s.rx.resize(cfg_.recv_window_messages);
-    for (RxMsg& m : s.rx) m.bits.resize(max_chunks_);
-    s.posted.resize(cfg_.recv_window_messages);
-  }
-  paths_.resize(cfg_.paths.size());
-  for (size_t i = 0; i < paths_.size(); ++i) {
-    Path& p = paths_[i];
-    p.id = static_cast<uint8_t>(i);
-    p.plane = cfg_.paths[i].plane;
-    p.src_port = p.base_port = cfg_.paths[i].src_port;
-    p.rx_entropy = p.src_port;
-    // Designated initialisers: a field added to either struct cannot shift the others.
-    p.cc = PathCongestion(CcParams{.mss = static_cast<double>(mss_),
-                                   .init_cwnd_packets = static_cast<double>(t.init_cwnd_packets),
-                                   .max_cwnd_packets = static_cast<double>(t.max_cwnd_packets),
-                                   .additive_increase_packets = t.additive_increase_packets,
-                                   .gain = t.dctcp_gain});
-    p.health = PathHealth(HealthParams{.loss_gain = kLossGain,
-                                       .degraded_loss = t.degraded_loss,
-                                       .degraded_ratio = t.degraded_ratio,
-                                       .down_after_rtos = t.down_after_rtos,
-                                       .up_after_probes = t.up_after_probes,
-                                       .rotate_after_degraded_packets = t.rotate_after_degraded_packets});
-    p.rto = std::clamp(t.initial_rto_ns, t.min_rto_ns, t.max_rto_ns);
-    p.stats.plane = p.plane;
-    p.stats.src_port = p.src_port;
-  }
-  conn_cc_ = ConnectionCongestion(mss_, t.conn_max_cwnd_packets);
-  retx_.resize(paths_.size() * kRingSize * 2 + 64);
+  conn_cc_ = ConnectionCongestion(mss_, cfg_.tuning.conn_max_cwnd_packets);
+  // The endpoint adds this to its total once the connection exists; hold()
+  // reports each growth after that.
+  state_bytes_ = sizeof(*this) + cfg_.paths.capacity() * sizeof(PathConfig);
+}
+
+// ---------------------------------------------------------------- state on first need
+
+Path MetaRoceConnection::make_path(size_t i) const {
+  const TransportTuning& t = cfg_.tuning;
+  Path p;
+  p.id = static_cast<uint8_t>(i);
+  p.plane = cfg_.paths[i].plane;
+  p.src_port = p.base_port = cfg_.paths[i].src_port;
+  p.rx_entropy = p.src_port;
+  // Designated initialisers: a field added to either struct cannot shift the others.
+  p.cc = PathCongestion(CcParams{.mss = static_cast<double>(mss_),
+                                 .init_cwnd_packets = static_cast<double>(t.init_cwnd_packets),
+                                 .max_cwnd_packets = static_cast<double>(t.max_cwnd_packets),
+                                 .additive_increase_packets = t.additive_increase_packets,
+                                 .gain = t.dctcp_gain});
+  p.health = PathHealth(HealthParams{.loss_gain = kLossGain,
+                                     .degraded_loss = t.degraded_loss,
+                                     .degraded_ratio = t.degraded_ratio,
+                                     .down_after_rtos = t.down_after_rtos,
+                                     .up_after_probes = t.up_after_probes,
+                                     .rotate_after_degraded_packets = t.rotate_after_degraded_packets});
+  p.rto = std::clamp(t.initial_rto_ns, t.min_rto_ns, t.max_rto_ns);
+  p.stats.plane = p.plane;
+  p.stats.src_port = p.src_port;
+  return p;
+}
+
+void MetaRoceConnection::activate() {
+  if (active()) return;
+  streams_.reserve(cfg_.streams);
+  for (uint16_t i = 0; i < cfg_.streams; ++i) streams_.emplace_back(cfg_);
+  paths_.reserve(cfg_.paths.size());
+  for (size_t i = 0; i < cfg_.paths.size(); ++i) paths_.push_back(make_path(i));
   naks_.resize(256);
+  hold(streams_.capacity() * sizeof(Stream) + paths_.capacity() * sizeof(Path) +
+       naks_.capacity() * sizeof(wire::NakExt));
+}
+
+void MetaRoceConnection::ensure_transmit() {
+  if (tx_records_) return;
+  tx_records_ = std::make_unique<TxRecord[]>(paths_.size() * kRingSize);
+  for (size_t i = 0; i < paths_.size(); ++i) paths_[i].ring = &tx_records_[i * kRingSize];
+  // Every record of every path lost at once, twice over, and room to spare:
+  // queue_retransmit never finds it full.
+  retx_.resize(paths_.size() * kRingSize * 2 + 64);
+  hold(paths_.size() * kRingSize * sizeof(TxRecord) + retx_.capacity() * sizeof(ChunkRef));
+}
+
+void MetaRoceConnection::ensure_requests(Stream& s) {
+  if (!s.req.allocated()) hold(s.req.allocate(bitmap_words_, &TxMsg::acked, &TxMsg::resp_bits));
+  ensure_transmit();
+}
+
+// A response only uses its acked bitmap (resp_bits is the requester's).
+void MetaRoceConnection::ensure_responses(Stream& s) {
+  if (!s.resp.allocated()) hold(s.resp.allocate(bitmap_words_, &TxMsg::acked) + s.resp_fifo.allocate());
+  ensure_transmit();
+}
+
+void MetaRoceConnection::ensure_receive_window(Stream& s) {
+  if (!s.rx.allocated()) hold(s.rx.allocate(bitmap_words_, &RxMsg::bits));
+}
+
+void MetaRoceConnection::ensure_posted_receives(Stream& s) {
+  if (!s.posted.allocated()) hold(s.posted.allocate());
+}
+
+void MetaRoceConnection::hold(size_t bytes) {
+  state_bytes_ += bytes;
+  ep_.add_connection_state_bytes(bytes);
 }
 
 // ---------------------------------------------------------------- verbs
 
 PostError MetaRoceConnection::post(uint16_t stream, const WorkRequest& wr) {
-  if (stream >= streams_.size()) return PostError::kBadStream;
+  if (stream >= cfg_.streams) return PostError::kBadStream;
+  activate();
   Stream& s = streams_[stream];
   if (s.next_seq - s.head_seq >= s.req.size()) return PostError::kQueueFull;
-  TxMsg& m = s.req[s.next_seq % s.req.size()];
   uint8_t* local = nullptr;
   const bool atomic = wr.verb == Verb::kFetchAdd || wr.verb == Verb::kCmpSwap;
   if (atomic) {
@@ -78,11 +113,13 @@ PostError MetaRoceConnection::post(uint16_t stream, const WorkRequest& wr) {
   const uint32_t right = (wr.verb == Verb::kRead || atomic) ? kAccessLocalWrite : 0;
   if (ep_.memory().check(wr.lkey, wr.local_addr, wr.length, right, &local) != AccessCheck::kOk)
     return PostError::kLocalProtection;
-  {  // reset the slot, keeping the bitmaps' storage (no allocation per request)
-    ChunkBitmap acked = std::move(m.acked), resp_bits = std::move(m.resp_bits);
+  ensure_requests(s);
+  TxMsg& m = s.req[s.next_seq % s.req.size()];
+  {  // reset the slot, keeping its bitmaps' storage (no allocation per request)
+    const ChunkBitmap acked = m.acked, resp_bits = m.resp_bits;
     m = TxMsg{};
-    m.acked = std::move(acked);
-    m.resp_bits = std::move(resp_bits);
+    m.acked = acked;
+    m.resp_bits = resp_bits;
     m.acked.clear();
     m.resp_bits.clear();
   }
@@ -127,19 +164,35 @@ PostError MetaRoceConnection::post(uint16_t stream, const WorkRequest& wr) {
 }
 
 PostError MetaRoceConnection::post_recv(uint16_t stream, const RecvRequest& rr) {
-  if (stream >= streams_.size()) return PostError::kBadStream;
+  if (stream >= cfg_.streams) return PostError::kBadStream;
+  activate();
   Stream& s = streams_[stream];
   if (s.posted_count - s.consumed_count >= s.posted.size()) return PostError::kQueueFull;
   if (rr.length == 0) return PostError::kBadLength;
   if (ep_.memory().check(rr.lkey, rr.addr, rr.length, kAccessLocalWrite, nullptr) != AccessCheck::kOk)
     return PostError::kLocalProtection;
+  ensure_posted_receives(s);
   s.posted[s.posted_count % s.posted.size()] = rr;
   ++s.posted_count;
   return PostError::kOk;
 }
 
+bool MetaRoceConnection::prepare(uint16_t stream, ConnectionUse use) {
+  if (stream >= cfg_.streams) return false;
+  activate();
+  Stream& s = streams_[stream];
+  switch (use) {
+    case ConnectionUse::kRequest: ensure_requests(s); break;
+    case ConnectionUse::kReceive: ensure_receive_window(s); break;
+    case ConnectionUse::kRespond: ensure_responses(s); break;
+    case ConnectionUse::kPostReceives: ensure_posted_receives(s); break;
+  }
+  return true;
+}
+
 bool MetaRoceConnection::set_path_entropy(uint8_t path, uint16_t src_port) {
-  if (path >= paths_.size()) return false;
+  if (path >= cfg_.paths.size()) return false;
+  activate();
   paths_[path].src_port = src_port;
   paths_[path].stats.src_port = src_port;
   return true;
@@ -223,13 +276,19 @@ ConnectionStats MetaRoceConnection::stats() const {
   s.transport = TransportKind::kMetaRoCE;
   s.conn_cwnd_bytes = conn_cc_.cwnd();
   s.rate_hint_kbps = rate_hint_kbps_;
-  for (const Path& p : paths_) {
+  s.state_bytes = state_bytes_;
+  auto add = [&](const Path& p) {
     PathStats ps = p.stats;
     ps.inflight = p.inflight;
     ps.loss_ewma = p.health.loss();
     ps.cwnd_bytes = p.cc.cwnd();
     s.paths.push_back(ps);
-  }
+  };
+  // An idle connection's paths are what activate() would build.
+  if (active())
+    for (const Path& p : paths_) add(p);
+  else
+    for (size_t i = 0; i < cfg_.paths.size(); ++i) add(make_path(i));
   return s;
 }
 

@@ -29,9 +29,10 @@ struct Wr {
 
 class RoceConnection final : public Connection {
  public:
-  RoceConnection(Endpoint& ep, const ConnectionConfig& cfg) : Connection(ep, cfg) {
-    wrs_.resize(cfg_.max_outstanding_per_stream);
-    posted_.resize(cfg_.recv_window_messages);
+  // The work-request and receive slots are allocated by the first post and
+  // post_recv: an idle QP holds its object only.
+  RoceConnection(Endpoint& ep, const ConnectionConfig& cfg)
+      : Connection(ep, cfg), wrs_(cfg.max_outstanding_per_stream), posted_(cfg.recv_window_messages) {
     // Until the first RTT sample, as MetaRoCE's paths do (RFC 6298 2.1): a
     // first timer at min_rto_ns (200 us in the simulator) fired before the
     // first ACK of an idle 200 Mb/s fabric (about 290 us) and again on the
@@ -43,6 +44,7 @@ class RoceConnection final : public Connection {
     ps.plane = cfg_.paths[0].plane;
     ps.src_port = cfg_.paths[0].src_port;
     stats_.paths.push_back(ps);
+    state_bytes_ = sizeof(*this) + cfg_.paths.capacity() * sizeof(PathConfig) + stats_.paths.capacity() * sizeof(PathStats);
   }
 
   PostError post(uint16_t stream, const WorkRequest& wr) override {
@@ -53,6 +55,7 @@ class RoceConnection final : public Connection {
     uint8_t* local = nullptr;
     if (ep_.memory().check(wr.lkey, wr.local_addr, wr.length, 0, &local) != AccessCheck::kOk)
       return PostError::kLocalProtection;
+    if (!wrs_.allocated()) hold(wrs_.allocate());
     Wr& w = wrs_[wr_tail_ % wrs_.size()];
     w = Wr{};
     w.active = true;
@@ -72,8 +75,16 @@ class RoceConnection final : public Connection {
     if (posted_count_ - consumed_ >= posted_.size()) return PostError::kQueueFull;
     if (ep_.memory().check(rr.lkey, rr.addr, rr.length, kAccessLocalWrite, nullptr) != AccessCheck::kOk)
       return PostError::kLocalProtection;
+    if (!posted_.allocated()) hold(posted_.allocate());
     posted_[posted_count_++ % posted_.size()] = rr;
     return PostError::kOk;
+  }
+
+  bool prepare(uint16_t stream, ConnectionUse use) override {
+    if (stream != 0) return false;
+    if (use == ConnectionUse::kRequest && !wrs_.allocated()) hold(wrs_.allocate());
+    if (use == ConnectionUse::kPostReceives && !posted_.allocated()) hold(posted_.allocate());
+    return use == ConnectionUse::kRequest || use == ConnectionUse::kPostReceives;
   }
 
   bool set_path_entropy(uint8_t path, uint16_t src_port) override {
@@ -446,13 +457,20 @@ class RoceConnection final : public Connection {
 
   ConnectionStats stats() const override {
     ConnectionStats s = stats_;
+    s.state_bytes = state_bytes_;
     // In go-back-N a retransmission is spurious when the responder had already
     // accepted that PSN (it arrives as a duplicate there); the responder counts them.
     s.spurious_retransmits = 0;
     return s;
   }
+  size_t state_bytes() const override { return state_bytes_; }
+  void hold(size_t bytes) {
+    state_bytes_ += bytes;
+    ep_.add_connection_state_bytes(bytes);
+  }
 
-  std::vector<Wr> wrs_;
+  size_t state_bytes_ = 0;
+  SlotArray<Wr> wrs_;
   uint64_t wr_head_ = 0, wr_tail_ = 0;
   uint32_t psn_alloc_ = 0, psn_next_ = 0, psn_una_ = 0, psn_max_ = 0;
   Nanos last_progress_ = 0, resume_at_ = 0, rto_ = 0, last_now_ = 0;
@@ -492,7 +510,7 @@ class RoceConnection final : public Connection {
   uint64_t msg_va_ = 0;
   uint32_t msg_rkey_ = 0, msg_len_ = 0, msg_off_ = 0;
   bool in_write_ = false;
-  std::vector<RecvRequest> posted_;
+  SlotArray<RecvRequest> posted_;
   uint64_t posted_count_ = 0, consumed_ = 0;
   ConnectionStats stats_;
 };

@@ -10,6 +10,9 @@
 //                                  (timers, pacing) if nothing else happens
 //   poll_completions(out)          completions, in post order per stream
 // No call blocks, sleeps or reads a clock; steady-state calls do not allocate.
+// A connection's state grows when it first needs more (docs/architecture.md,
+// "Memory per connection"): an idle one holds little, and the arrays a stream
+// or a path uses are allocated once, by its first post, post_recv or packet.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,7 @@ struct ConnectionStats {
   uint64_t go_back_n = 0;  // RoCEv2: rewinds
   double conn_cwnd_bytes = 0;
   uint32_t rate_hint_kbps = 0;
+  uint64_t state_bytes = 0;  // bytes of engine state the connection holds now (Connection::state_bytes)
   std::vector<PathStats> paths;
 };
 
@@ -90,12 +94,23 @@ struct EndpointCounters {
   uint64_t drop_wrong_peer = 0;      // connection id valid but sent from another address
   uint64_t drop_out_of_window = 0;
   uint64_t completion_queue_overflow = 0;
+  // A gauge, not a count: bytes of engine state all connections hold now (the
+  // sum of ConnectionStats::state_bytes).
+  uint64_t connection_state_bytes = 0;
   uint64_t naks_unknown_connection = 0;
   uint64_t naks_sent[kRejectCodes] = {};      // by RejectCode, every connection
   uint64_t naks_received[kRejectCodes] = {};
 };
 
 class Connection;  // internal, one per transport kind
+
+// What a connection's stream is about to be used for (Endpoint::prepare).
+enum class ConnectionUse : uint8_t {
+  kRequest,       // post requests (request slots, the paths' transmission records)
+  kReceive,       // take the peer's requests (the receive window)
+  kRespond,       // answer the peer's READs and atomics (response slots, transmission records)
+  kPostReceives,  // post receives for the peer's SENDs (posted-receive slots)
+};
 
 class Endpoint {
  public:
@@ -112,6 +127,12 @@ class Endpoint {
   // Returns the local connection id, or an error (field and allowed range) in *error.
   std::optional<uint32_t> create_connection(const ConnectionConfig& config, std::string* error);
   bool destroy_connection(uint32_t local_id);
+  // Allocates now what the stream's first use would allocate on the datapath
+  // (at a post, or inside on_frame), so a worker that prepares at a job's start
+  // allocates nothing once traffic runs. False: no such connection or stream,
+  // or a use the transport does not have (RoCEv2 allocates nothing to receive
+  // or respond).
+  bool prepare(uint32_t conn, uint16_t stream, ConnectionUse use);
 
   // Verbs.
   PostError post(uint32_t conn, uint16_t stream, const WorkRequest& wr);
@@ -149,6 +170,8 @@ class Endpoint {
   void push_completion(const Completion& c);
   uint32_t rate_hint_kbps(Nanos now);
   void note_active_sender(uint32_t conn, Nanos now);
+  // A connection allocated more state (counters().connection_state_bytes).
+  void add_connection_state_bytes(size_t bytes) { counters_.connection_state_bytes += bytes; }
   EndpointCounters& mutable_counters() { return counters_; }
 
   // How late this host services timers (RFC 6298's clock granularity G), as
