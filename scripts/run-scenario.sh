@@ -115,21 +115,19 @@ case "$layout" in
 esac
 # Workers run SCHED_FIFO for part of every 10 ms so that their wake-ups do
 # not queue behind the host's ordinary threads (datapath/scheduling.h). The
-# kernel's RT throttle counts each CPU, so each worker is pinned to a CPU
-# (round robin over the CPUs this script may use) and the workers that share
-# a CPU share the daemon's default real-time share; the fidelity section
-# shows each worker's share. METAROCE_REALTIME_SHARE sets the share per CPU
-# instead; 0 makes the workers ordinary threads, to see the difference.
+# kernel's RT throttle counts each CPU, so each worker is pinned to a CPU (the
+# fabric node's alone on the first, the others spread over the rest) and the
+# workers on a CPU split its real-time share: 0.85 of every 10 ms, measured
+# best on a 2-core VM (docs/architecture.md, "Threads and cores"); the
+# fidelity section shows each worker's share. METAROCE_REALTIME_SHARE sets the
+# share per CPU instead; 0 makes the workers ordinary threads.
 cpus=($(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))'))
-printf 'role: endpoint\nendpoint: {interfaces: [x], address: 10.0.0.1, mac: "02:00:00:00:00:01"}\n' > "$work/defaults.yaml"
-per_cpu_share="${METAROCE_REALTIME_SHARE:-$("$daemon" --config "$work/defaults.yaml" --check-config 2>/dev/null |
-  awk '/^  realtime_share:/ {print $2; exit}')}"
+per_cpu_share="${METAROCE_REALTIME_SHARE:-0.85}"
 workers=()  # one name per worker thread, in placement order
 [ "$layout" = separate ] && workers+=(fab)
 for ((h = 0; h < hosts; h++)); do workers+=("h$h"); done
 declare -A worker_cpu worker_share
-# The first worker (the fabric node's) carries every frame twice: it gets a
-# CPU of its own when there are two or more, the others share the rest.
+# The first worker (the fabric node's) carries every frame twice.
 worker_cpu[${workers[0]}]=${cpus[0]}
 for ((k = 1; k < ${#workers[@]}; k++)); do
   if [ ${#cpus[@]} -gt 1 ]; then worker_cpu[${workers[$k]}]=${cpus[$((1 + (k - 1) % (${#cpus[@]} - 1)))]}

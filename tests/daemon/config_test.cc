@@ -85,7 +85,7 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
     EXPECT_EQ(c->endpoint->realtime_share, 0.0);
     auto d = md::parse_daemon_yaml(kEndpoint, "t.yaml", &err);
     ASSERT_TRUE(d) << err;
-    EXPECT_EQ(d->endpoint->realtime_share, metaroce::datapath::kRealtimeShareDefault);
+    EXPECT_EQ(d->endpoint->realtime_share, 0.0) << "ordinary threads unless asked: real-time workers belong pinned";
   }
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  worker_cpu: -2\n")
                 .find("endpoint.worker_cpu: must be -1 (any CPU) or a CPU number in [0, 1023] (got '-2')"),

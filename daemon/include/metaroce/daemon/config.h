@@ -72,8 +72,9 @@ struct EndpointSection {
   // feed. 0 = as fast as the ports take frames; else [1e3, 1.6e12].
   double port_rate_bps = 0;
   bool busy_poll = false;                  // spin instead of blocking when idle
-  // Share of every 10 ms the worker runs SCHED_FIFO, [0, 0.9]; 0: never
-  // (datapath/scheduling.h says why; needs CAP_SYS_NICE, else ordinary).
+  // Share of every 10 ms the worker runs SCHED_FIFO, [0, 0.9]; 0 (the
+  // default): never (datapath/scheduling.h says why and when; needs
+  // CAP_SYS_NICE, else the worker stays ordinary).
   double realtime_share = datapath::kRealtimeShareDefault;
   // The CPU the worker thread is pinned to; -1: any (datapath/scheduling.h
   // says why real-time workers should be pinned).

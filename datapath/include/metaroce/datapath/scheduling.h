@@ -27,9 +27,12 @@ namespace metaroce::datapath {
 using transport::Nanos;
 
 // The one definition of the real-time share's range and default (the daemon's
-// endpoint.realtime_share and fabric.realtime_share read them from here).
+// endpoint.realtime_share and fabric.realtime_share read them from here). Off
+// by default: real-time workers belong pinned, one CPU's share split among the
+// workers on it, and only whoever places the workers knows that (for the lab,
+// scripts/run-scenario.sh, which gives each CPU 0.85).
 inline constexpr double kRealtimeShareMax = 0.9;      // leaves the kernel's RT throttle (0.95) a margin
-inline constexpr double kRealtimeShareDefault = 0.85;
+inline constexpr double kRealtimeShareDefault = 0;
 inline constexpr Nanos kRealtimeWindowNs = 10'000'000;  // short: a demoted worker is ordinary for < 1.5 ms
 inline constexpr int kRealtimePriority = 1;            // the lowest: kernel RT threads keep precedence
 
