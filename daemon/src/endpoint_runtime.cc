@@ -1,4 +1,3 @@
-#include "metaroce/datapath/scheduling.h"
 #include "endpoint_runtime.h"
 
 #include <pthread.h>
@@ -11,6 +10,7 @@
 #include "fabric_runtime.h"
 #include "metaroce/datapath/dpdk_device_name.h"
 #include "metaroce/datapath/netns.h"
+#include "metaroce/datapath/scheduling.h"
 #include "metaroce/lab/config.h"
 
 namespace metaroce::daemon {

@@ -1,4 +1,3 @@
-#include "metaroce/datapath/scheduling.h"
 #include "fabric_runtime.h"
 
 #include <pthread.h>
@@ -8,6 +7,7 @@
 
 #include "endpoint_runtime.h"
 #include "metaroce/datapath/netns.h"
+#include "metaroce/datapath/scheduling.h"
 
 namespace metaroce::daemon {
 

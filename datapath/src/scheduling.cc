@@ -47,8 +47,8 @@ RealtimeBudget::~RealtimeBudget() {
   if (realtime_) switch_(false);
 }
 
-void RealtimeBudget::running_until(Nanos now) {
-  if (!enabled_) return;
+bool RealtimeBudget::running_until(Nanos now) {
+  if (!enabled_) return false;
   used_ns_ += now - last_seen_;
   last_seen_ = now;
   if (now >= window_end_) {
@@ -57,12 +57,12 @@ void RealtimeBudget::running_until(Nanos now) {
     window_end_ = now + window_ns_;
     used_ns_ = 0;
     if (!realtime_) realtime_ = switch_(true);
-  } else if (realtime_ && used_ns_ > budget_ns_) {
-    if (switch_(false)) {
-      realtime_ = false;
-      demotions_++;
-    }
+  } else if (realtime_ && used_ns_ > budget_ns_ && switch_(false)) {
+    realtime_ = false;
+    demotions_++;
+    return true;
   }
+  return false;
 }
 
 }  // namespace metaroce::datapath

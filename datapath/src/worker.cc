@@ -434,10 +434,13 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
   Nanos woke_late = 0;        // how long the last block's wake-up waited for a CPU
   RealtimeBudget realtime(idle.realtime_share, started);
   for (PolledLoop* l : loops) l->loop_stats().realtime_share = realtime.share();
+  auto running_until = [&](Nanos t) {  // the stats change only when the share is used up
+    if (realtime.running_until(t))
+      for (PolledLoop* l : loops) l->loop_stats().realtime_demotions = realtime.demotions();
+  };
   while (!stop.load(std::memory_order_relaxed)) {
     const Nanos now = monotonic_ns();
-    realtime.running_until(now);
-    for (PolledLoop* l : loops) l->loop_stats().realtime_demotions = realtime.demotions();
+    running_until(now);
     for (size_t i = 0; i < loops.size(); ++i) rx_before[i] = loops[i]->loop_stats().rx_frames;
     bool work = false;
     for (PolledLoop* l : loops) work |= l->poll(now);
@@ -467,7 +470,7 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
     // woken thread then waited for a CPU is the frame's wait too.
     if (wait > 0) {
       const Nanos queued_before = schedstat.run_delay();
-      realtime.running_until(monotonic_ns());
+      running_until(monotonic_ns());
       block(ports, wait, first);
       looked_at = monotonic_ns();
       realtime.resumed(looked_at);

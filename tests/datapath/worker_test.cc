@@ -256,10 +256,10 @@ TEST(RealtimeBudget, DropsToOrdinaryOnceItsShareOfTheWindowIsUsedAndReturnsInThe
     b.resumed(9'900);
     b.running_until(10'100);  // the next window starts: budget whole again
     EXPECT_TRUE(b.realtime());
-    b.running_until(15'200);
+    EXPECT_TRUE(b.running_until(15'200)) << "the call that uses the share up says so";
     EXPECT_FALSE(b.realtime()) << "5.1 of 5 us used in the second window";
     EXPECT_EQ(b.demotions(), 1u);
-    b.running_until(20'200);
+    EXPECT_FALSE(b.running_until(20'200)) << "taking real-time back is no demotion";
     EXPECT_TRUE(b.realtime()) << "a new window gives real-time back";
   }
   EXPECT_EQ(SwitchLog::asked, (std::vector<bool>{true, false, true, false}))

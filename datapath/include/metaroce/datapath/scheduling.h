@@ -33,7 +33,7 @@ using transport::Nanos;
 // scripts/run-scenario.sh, which gives each CPU 0.85).
 inline constexpr double kRealtimeShareMax = 0.9;      // leaves the kernel's RT throttle (0.95) a margin
 inline constexpr double kRealtimeShareDefault = 0;
-inline constexpr Nanos kRealtimeWindowNs = 10'000'000;  // short: a demoted worker is ordinary for < 1.5 ms
+inline constexpr Nanos kRealtimeWindowNs = 10'000'000;  // short: a demoted worker is ordinary only until it ends
 inline constexpr int kRealtimePriority = 1;            // the lowest: kernel RT threads keep precedence
 
 // Pins a thread to one CPU. The kernel's RT throttle counts each
@@ -59,7 +59,8 @@ class RealtimeBudget {
   RealtimeBudget& operator=(const RealtimeBudget&) = delete;
 
   // The thread has run from the previous call (or resumed()) until now.
-  void running_until(Nanos now);
+  // True when this call used the window's share up (demotions() grew).
+  bool running_until(Nanos now);
   // The thread blocked and woke at now; the block is not counted as running.
   void resumed(Nanos now) { last_seen_ = now; }
 
