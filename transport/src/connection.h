@@ -61,6 +61,8 @@ class Connection {
   virtual bool prepare(uint16_t stream, ConnectionUse use) = 0;  // Endpoint::prepare
 
   const ConnectionConfig& config() const { return cfg_; }
+  // Its index in the endpoint's connection list (the endpoint's schedule slot).
+  size_t slot = 0;
 
  protected:
   // The UDP flow for a frame to the peer from src_port.

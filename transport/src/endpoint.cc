@@ -166,7 +166,10 @@ std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& conf
                                                           : make_metaroce_connection(*this, config);
   table[config.local_id] = conn.get();
   counters_.connection_state_bytes += conn->state_bytes();
+  conn->slot = connections_.size();
   connections_.push_back(std::move(conn));
+  schedule_.resize(connections_.size());
+  touched(*connections_.back());
   last_seen_.emplace_back(config.local_id, INT64_MIN / 2);
   return config.local_id;
 }
@@ -178,6 +181,14 @@ bool Endpoint::destroy_connection(uint32_t local_id) {
     (c->config().transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_).erase(local_id);
     counters_.connection_state_bytes -= c->state_bytes();
     connections_.erase(connections_.begin() + static_cast<long>(i));
+    // Slots after i move down one: schedule every connection afresh.
+    schedule_ = ConnectionSchedule{};
+    schedule_.resize(connections_.size());
+    for (size_t s = 0; s < connections_.size(); ++s) {
+      connections_[s]->slot = s;
+      touched(*connections_[s]);
+    }
+    if (tx_rr_ > i) --tx_rr_;
     return true;
   }
   return false;
@@ -192,24 +203,38 @@ Connection* find(const std::unordered_map<uint32_t, Connection*>& a, const std::
 }
 }  // namespace
 
+void Endpoint::touched(const Connection& c) { schedule_.touched(c.slot, c.next_deadline()); }
+
 PostError Endpoint::post(uint32_t conn, uint16_t stream, const WorkRequest& wr) {
   Connection* c = find(by_id_, by_qpn_, conn);
-  return c ? c->post(stream, wr) : PostError::kUnknownConnection;
+  if (!c) return PostError::kUnknownConnection;
+  const PostError e = c->post(stream, wr);
+  touched(*c);
+  return e;
 }
 
 PostError Endpoint::post_recv(uint32_t conn, uint16_t stream, const RecvRequest& rr) {
   Connection* c = find(by_id_, by_qpn_, conn);
-  return c ? c->post_recv(stream, rr) : PostError::kUnknownConnection;
+  if (!c) return PostError::kUnknownConnection;
+  const PostError e = c->post_recv(stream, rr);
+  touched(*c);
+  return e;
 }
 
 bool Endpoint::prepare(uint32_t conn, uint16_t stream, ConnectionUse use) {
   Connection* c = find(by_id_, by_qpn_, conn);
-  return c && c->prepare(stream, use);
+  if (!c) return false;
+  const bool ok = c->prepare(stream, use);
+  touched(*c);
+  return ok;
 }
 
 bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) {
   Connection* c = find(by_id_, by_qpn_, conn);
-  return c && c->set_path_entropy(path, src_port);
+  if (!c) return false;
+  const bool ok = c->set_path_entropy(path, src_port);
+  touched(*c);
+  return ok;
 }
 
 ConnectionStats Endpoint::stats(uint32_t conn) const {
@@ -283,6 +308,7 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
       return;
     }
     it->second->on_metaroce_packet(*v, pv, now);
+    touched(*it->second);
     return;
   }
   if (v->flow.dst_port == wire::rocev2::kUdpPort) {
@@ -301,6 +327,7 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
       return;
     }
     it->second->on_packet(*v, frame, now);
+    touched(*it->second);
     return;
   }
   counters_.drop_not_ours++;
@@ -348,26 +375,39 @@ size_t Endpoint::poll_tx(std::span<TxFrame> burst, uint64_t ready_planes, Nanos 
     pending_naks_.pop_back();
     ++n;
   }
+  // Round robin over the connections, from the one after the last that sent,
+  // until a whole round sends nothing. Only active ones are asked (see
+  // ConnectionSchedule): one that has nothing to send while every plane is
+  // ready stays quiet until a frame, a post or its deadline wakes it, so it
+  // would have answered no to every poll in between.
   const size_t nc = connections_.size();
-  size_t idle = 0;
-  while (n < burst.size() && nc > 0 && idle < nc) {
-    Connection* c = connections_[tx_rr_ % nc].get();
-    tx_rr_ = (tx_rr_ + 1) % nc;
-    if (c->poll_tx(burst[n], ready_planes, now)) {
+  schedule_.activate_due(now);
+  if (ready_planes & ~seen_planes_) {  // a plane never seen ready: anyone may use it now
+    seen_planes_ |= ready_planes;
+    schedule_.activate_all();
+  }
+  const bool all_ready = (ready_planes & seen_planes_) == seen_planes_;
+  size_t pos = tx_rr_, idle = 0;
+  while (n < burst.size() && idle < schedule_.active()) {
+    const size_t i = schedule_.next_active(pos);
+    Connection* c = connections_[i].get();
+    pos = (i + 1) % nc;
+    const bool sent = c->poll_tx(burst[n], ready_planes, now);
+    schedule_.set_deadline(i, c->next_deadline());
+    if (sent) {
       ++n;
       idle = 0;
+      tx_rr_ = pos;
+    } else if (all_ready) {
+      schedule_.deactivate(i);
     } else {
-      ++idle;
+      ++idle;  // waits for a plane: ask again next round
     }
   }
   counters_.frames_out += n;
   return n;
 }
 
-Nanos Endpoint::next_deadline() const {
-  Nanos d = kNever;
-  for (const auto& c : connections_) d = std::min(d, c->next_deadline());
-  return d;
-}
+Nanos Endpoint::next_deadline() const { return schedule_.earliest(); }
 
 }  // namespace metaroce::transport

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "metaroce/transport/connection_schedule.h"
 #include "metaroce/transport/memory.h"
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/metaroce.h"
@@ -189,6 +190,8 @@ class Endpoint {
 
  private:
   void reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv);
+  // After any call into c: it may have work, and its deadline may have moved.
+  void touched(const Connection& c);
 
   EndpointConfig config_;
   MemoryTable memory_;
@@ -198,7 +201,11 @@ class Endpoint {
   std::unordered_map<uint32_t, Connection*> by_qpn_;      // RoCEv2 QP numbers
   std::vector<Completion> cq_;
   size_t cq_head_ = 0, cq_count_ = 0;
-  size_t tx_rr_ = 0;  // round-robin cursor over connections
+  size_t tx_rr_ = 0;  // round-robin cursor over connections: after the last one that sent
+  // Which connections poll_tx asks, and their deadlines (next_deadline).
+  // Mutable: next_deadline() drops outdated entries as it reads.
+  mutable ConnectionSchedule schedule_;
+  uint64_t seen_planes_ = 0;  // every plane ever reported ready to poll_tx
   // Endpoint-level NAKs for unknown connections (bounded; excess dropped).
   struct PendingNak {
     wire::UdpFlow flow;

@@ -1,0 +1,120 @@
+// ConnectionSchedule (which connections poll_tx asks, and the earliest
+// deadline) against a brute-force model, and an endpoint holding many idle
+// connections beside busy ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "harness.h"
+#include "metaroce/transport/connection_schedule.h"
+
+namespace {
+
+using metaroce::transport::ConnectionSchedule;
+using metaroce::transport::kNever;
+using metaroce::transport::Nanos;
+
+// The same decisions, computed the slow way: a flag and a deadline per slot.
+struct Model {
+  std::vector<bool> active;
+  std::vector<Nanos> deadline;
+  void resize(size_t n) {
+    active.resize(n, true);
+    deadline.resize(n, kNever);
+  }
+  Nanos earliest() const {
+    Nanos d = kNever;
+    for (Nanos x : deadline) d = std::min(d, x);
+    return d;
+  }
+  size_t next_active(size_t from) const {
+    const size_t n = active.size();
+    for (size_t k = 0; k < n; ++k)
+      if (active[(from + k) % n]) return (from + k) % n;
+    return ConnectionSchedule::kNone;
+  }
+  size_t count() const { return static_cast<size_t>(std::count(active.begin(), active.end(), true)); }
+};
+
+TEST(ConnectionSchedule, AgreesWithABruteForceModel) {
+  for (size_t n : {1u, 63u, 64u, 65u, 300u}) {
+    std::mt19937_64 rng(42 + n);
+    ConnectionSchedule s;
+    Model m;
+    s.resize(n);
+    m.resize(n);
+    Nanos now = 0;
+    for (int step = 0; step < 100'000; ++step) {
+      const size_t slot = rng() % n;
+      switch (rng() % 6) {
+        case 0: {  // a deadline ahead, behind or none, as connections report them
+          const uint64_t r = rng() % 10;
+          const Nanos d = r == 0 ? kNever : now + static_cast<Nanos>(rng() % 2000) - 200;
+          s.set_deadline(slot, d);
+          m.deadline[slot] = d;
+          break;
+        }
+        case 1:
+          s.deactivate(slot);
+          m.active[slot] = false;
+          break;
+        case 2:
+          s.activate(slot);
+          m.active[slot] = true;
+          break;
+        case 3: {
+          now += static_cast<Nanos>(rng() % 100);
+          s.activate_due(now);
+          for (size_t i = 0; i < n; ++i)
+            if (m.deadline[i] <= now) m.active[i] = true;
+          break;
+        }
+        case 4: {
+          const Nanos d = now + static_cast<Nanos>(rng() % 500);
+          s.touched(slot, d);
+          m.active[slot] = true;
+          m.deadline[slot] = d;
+          break;
+        }
+        default: {
+          const size_t from = rng() % n;
+          ASSERT_EQ(s.next_active(from), m.next_active(from)) << "n " << n << " step " << step;
+        }
+      }
+      ASSERT_EQ(s.active(), m.count()) << "n " << n << " step " << step;
+      ASSERT_EQ(s.earliest(), m.earliest()) << "n " << n << " step " << step;
+      ASSERT_LE(s.heap_entries(), 2 * n + 64) << "the heap never grows past its reserved room";
+    }
+  }
+}
+
+TEST(ConnectionSchedule, ShrinkingKeepsOnlyTheRemainingSlots) {
+  ConnectionSchedule s;
+  s.resize(130);
+  for (size_t i = 0; i < 130; ++i) s.set_deadline(i, static_cast<Nanos>(1000 - i));
+  s.deactivate(3);
+  s.resize(100);
+  EXPECT_EQ(s.active(), 99u);
+  EXPECT_EQ(s.earliest(), 1000 - 99);  // slots 100..129 (the earliest ones) are gone
+  EXPECT_EQ(s.next_active(3), 4u);
+  EXPECT_EQ(s.next_active(100), 0u);   // past the end wraps around
+}
+
+// 2,000 idle connections beside a busy one: its WRITEs complete, verified
+// (an idle connection, never posted to, has no timer and is not asked to send).
+TEST(ConnectionSchedule, IdleConnectionsDoNotHoldUpABusyOne) {
+  using namespace engine_test;
+  Harness h(uniform_planes(4), 3);
+  for (int i = 0; i < 2000; ++i) h.connect_metaroce(4, 1);
+  EXPECT_EQ(h.ep(kA).next_deadline(), kNever) << "no connection has a timer before any post";
+  const ConnPair busy = h.connect_metaroce(4, 1);
+  Traffic t(h, busy, 1, 8);
+  for (int i = 0; i < 32; ++i) t.add(metaroce::transport::Verb::kWrite, 0, 16 * 1024);
+  t.start();
+  ASSERT_TRUE(h.run_until([&] { return t.done(); }, 100 * kMs)) << t.completed() << "/" << t.total();
+  t.check();
+}
+
+}  // namespace

@@ -1,0 +1,72 @@
+// Which of an endpoint's connections poll_tx must ask, and when the earliest
+// of their timers is due, so that an endpoint's work per poll grows with the
+// connections that have something to do, not with all it holds (an idle
+// connection costs nothing per poll; 16,000 of them must not slow the rest).
+//
+// A connection is active from the moment anything may have given it work (a
+// frame for it, a post, its deadline passing) until it is asked and has
+// nothing to send while every plane is ready. Deadlines are a mirror of each
+// connection's next_deadline(), kept in a min-heap: an entry is current while
+// it equals the slot's recorded deadline; older entries are skipped and
+// removed when they surface or when the heap is rebuilt. Nothing here
+// allocates after resize(); the heap is rebuilt in place when it fills.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "metaroce/transport/types.h"
+
+namespace metaroce::transport {
+
+class ConnectionSchedule {
+ public:
+  static constexpr size_t kNone = SIZE_MAX;
+
+  // Control plane (allocates): n slots. Existing slots keep their state; new
+  // ones are active with no deadline.
+  void resize(size_t n);
+  size_t size() const { return deadline_.size(); }
+
+  // After any call into the slot's connection: it may have something to send,
+  // and its next_deadline() is d.
+  void touched(size_t slot, Nanos d) {
+    activate(slot);
+    set_deadline(slot, d);
+  }
+  void set_deadline(size_t slot, Nanos d);
+  void activate(size_t slot);
+  void activate_all();
+  void deactivate(size_t slot);
+  bool is_active(size_t slot) const { return (bits_[slot / 64] >> (slot % 64)) & 1; }
+  size_t active() const { return active_; }
+
+  // Every slot whose deadline is at or before now becomes active.
+  void activate_due(Nanos now);
+  // The earliest deadline of any slot (kNever when none).
+  Nanos earliest();
+  // The first active slot at or after `from`, wrapping around; kNone if none.
+  size_t next_active(size_t from) const;
+
+  // For tests: entries in the heap, current or not.
+  size_t heap_entries() const { return heap_.size(); }
+
+ private:
+  struct Entry {
+    Nanos at;
+    uint32_t slot;
+  };
+  bool current(const Entry& e) const { return deadline_[e.slot] == e.at; }
+  void push(Nanos at, size_t slot);
+  void drop_stale_top();
+  void rebuild();
+
+  std::vector<uint64_t> bits_;     // active slots
+  std::vector<Nanos> deadline_;    // by slot; kNever: none
+  std::vector<Entry> heap_;        // min-heap on at; capacity fixed by resize()
+  std::vector<uint32_t> stack_;    // activate_due's walk; capacity of heap_
+  size_t active_ = 0;
+};
+
+}  // namespace metaroce::transport
