@@ -118,3 +118,35 @@ TEST(ConnectionSchedule, IdleConnectionsDoNotHoldUpABusyOne) {
 }
 
 }  // namespace
+
+namespace {
+
+// RecentSenders counts exactly the slots seen within the window, as a scan of
+// every slot's last time would.
+TEST(RecentSenders, CountsTheSlotsSeenWithinTheWindow) {
+  std::mt19937_64 rng(7);
+  metaroce::transport::RecentSenders r;
+  constexpr size_t kSlots = 50;
+  constexpr Nanos kWindow = 1000;
+  r.resize(kSlots);
+  std::vector<Nanos> last(kSlots, INT64_MIN / 2);
+  Nanos now = 0;
+  for (int step = 0; step < 50'000; ++step) {
+    now += static_cast<Nanos>(rng() % 40);
+    if (rng() % 3) {
+      const size_t s = rng() % kSlots;
+      r.seen(s, now);
+      last[s] = now;
+    } else {
+      size_t want = 0;
+      for (Nanos t : last) want += now - t <= kWindow;
+      ASSERT_EQ(r.count(now, kWindow), want) << "step " << step;
+    }
+    if (step == 25'000) {  // growing keeps who was seen
+      r.resize(kSlots + 10);
+      last.resize(kSlots + 10, INT64_MIN / 2);
+    }
+  }
+}
+
+}  // namespace

@@ -127,3 +127,43 @@ size_t ConnectionSchedule::next_active(size_t from) const {
 }
 
 }  // namespace metaroce::transport
+
+namespace metaroce::transport {
+
+void RecentSenders::resize(size_t n) {
+  if (n >= links_.size()) {  // new slots have not sent; the others keep their place
+    links_.resize(n);
+    return;
+  }
+  links_.assign(n, Link{});  // slots were renumbered: start afresh
+  head_ = tail_ = kNil;
+  listed_ = 0;
+}
+
+void RecentSenders::unlink(size_t slot) {
+  Link& l = links_[slot];
+  (l.prev == kNil ? head_ : links_[l.prev].next) = l.next;
+  (l.next == kNil ? tail_ : links_[l.next].prev) = l.prev;
+  l.prev = l.next = kNil;
+  l.listed = false;
+  --listed_;
+}
+
+void RecentSenders::seen(size_t slot, Nanos now) {
+  if (links_[slot].listed) unlink(slot);
+  Link& l = links_[slot];
+  l.at = now;
+  l.prev = tail_;
+  l.next = kNil;
+  l.listed = true;
+  (tail_ == kNil ? head_ : links_[tail_].next) = static_cast<uint32_t>(slot);
+  tail_ = static_cast<uint32_t>(slot);
+  ++listed_;
+}
+
+size_t RecentSenders::count(Nanos now, Nanos window) {
+  while (head_ != kNil && now - links_[head_].at > window) unlink(head_);
+  return listed_;
+}
+
+}  // namespace metaroce::transport

@@ -169,8 +169,8 @@ std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& conf
   conn->slot = connections_.size();
   connections_.push_back(std::move(conn));
   schedule_.resize(connections_.size());
+  recent_senders_.resize(connections_.size());
   touched(*connections_.back());
-  last_seen_.emplace_back(config.local_id, INT64_MIN / 2);
   return config.local_id;
 }
 
@@ -184,6 +184,7 @@ bool Endpoint::destroy_connection(uint32_t local_id) {
     // Slots after i move down one: schedule every connection afresh.
     schedule_ = ConnectionSchedule{};
     schedule_.resize(connections_.size());
+    recent_senders_.resize(connections_.size());  // forgets who sent lately: a window's worth of hints
     for (size_t s = 0; s < connections_.size(); ++s) {
       connections_[s]->slot = s;
       touched(*connections_[s]);
@@ -261,20 +262,12 @@ size_t Endpoint::poll_completions(std::span<Completion> out) {
   return n;
 }
 
-void Endpoint::note_active_sender(uint32_t conn, Nanos now) {
-  for (auto& [id, t] : last_seen_)
-    if (id == conn) {
-      t = now;
-      return;
-    }
-}
+void Endpoint::note_active_sender(size_t slot, Nanos now) { recent_senders_.seen(slot, now); }
 
 uint32_t Endpoint::rate_hint_kbps(Nanos now) {
   if (config_.inbound_capacity_bps <= 0) return 0;
-  uint32_t active = 0;
-  for (const auto& [id, t] : last_seen_)
-    if (now - t <= config_.active_sender_window_ns) ++active;
-  const double share = config_.inbound_capacity_bps / std::max<uint32_t>(active, 1) / 1000.0;
+  const size_t active = recent_senders_.count(now, config_.active_sender_window_ns);
+  const double share = config_.inbound_capacity_bps / static_cast<double>(std::max<size_t>(active, 1)) / 1000.0;
   return static_cast<uint32_t>(std::min(share, 4.0e9));
 }
 

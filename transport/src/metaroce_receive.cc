@@ -22,7 +22,7 @@ void MetaRoceConnection::on_metaroce_packet(const wire::UdpFrameView& v, const w
   Path& p = paths_[path_id];
   if (!rx_path(p, pv, v, now)) return;
   if (pv.opcode != Opcode::kProbe) {
-    ep_.note_active_sender(cfg_.local_id, now);
+    ep_.note_active_sender(slot, now);
     rx_data(pv, now);
   } else {
     p.rx_stream = pv.common.stream_id.get();

@@ -70,3 +70,33 @@ class ConnectionSchedule {
 };
 
 }  // namespace metaroce::transport
+
+namespace metaroce::transport {
+
+// Which connections sent data within the last `window` (the receiver's
+// fair-share rate hint divides its capacity among them), in O(1) per packet:
+// a list of slots ordered by when each last sent, oldest first. Times must not
+// go backwards (one endpoint's clock); a slot older than the window leaves
+// the list for good, since later calls can only be later.
+class RecentSenders {
+ public:
+  // Control plane: n slots. Growing keeps the list; shrinking (slots were
+  // renumbered) empties it.
+  void resize(size_t n);
+  void seen(size_t slot, Nanos now);
+  size_t count(Nanos now, Nanos window);
+
+ private:
+  static constexpr uint32_t kNil = UINT32_MAX;
+  struct Link {
+    Nanos at = 0;
+    uint32_t prev = kNil, next = kNil;
+    bool listed = false;
+  };
+  void unlink(size_t slot);
+  std::vector<Link> links_;
+  uint32_t head_ = kNil, tail_ = kNil;
+  size_t listed_ = 0;
+};
+
+}  // namespace metaroce::transport

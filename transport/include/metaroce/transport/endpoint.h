@@ -170,7 +170,7 @@ class Endpoint {
   MemoryTable& memory() { return memory_; }
   void push_completion(const Completion& c);
   uint32_t rate_hint_kbps(Nanos now);
-  void note_active_sender(uint32_t conn, Nanos now);
+  void note_active_sender(size_t slot, Nanos now);  // slot: the connection's (Connection::slot)
   // A connection allocated more state (counters().connection_state_bytes).
   void add_connection_state_bytes(size_t bytes) { counters_.connection_state_bytes += bytes; }
   EndpointCounters& mutable_counters() { return counters_; }
@@ -213,8 +213,8 @@ class Endpoint {
     wire::NakExt nak;
   };
   std::vector<PendingNak> pending_naks_;
-  // Active senders for the fair-share hint.
-  std::vector<std::pair<uint32_t, Nanos>> last_seen_;
+  // Connections that sent data lately, for the fair-share hint.
+  RecentSenders recent_senders_;
   Nanos timer_granularity_ns_ = 0;
   Nanos poll_lateness_ns_ = 0;
 };
