@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -150,6 +151,16 @@ LinkSettings link_base(const Scenario& s) {
   if (!b.queue_limit_bytes) b.queue_limit_bytes = kDefaultQueueLimitBytes;
   if (!b.ecn_threshold_bytes) b.ecn_threshold_bytes = kDefaultEcnThresholdBytes;
   return b;
+}
+
+double jain_index(const std::vector<uint64_t>& x) {
+  if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0, squares = 0;
+  for (uint64_t v : x) {
+    sum += static_cast<double>(v);
+    squares += static_cast<double>(v) * static_cast<double>(v);
+  }
+  return squares > 0 ? sum * sum / (static_cast<double>(x.size()) * squares) : 1.0;
 }
 
 std::vector<RunPlan> plan_scenario(const Scenario& s) {

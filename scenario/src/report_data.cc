@@ -27,6 +27,7 @@
 //                        "queue_bytes": num, "ecn_marks": uint } ],
 //       "events": [ { "t_s": num, "label": str } ],   // RunResult::events (pairs)
 //       "seed": uint,
+//       "jain_fairness": num | null,     // over the job's connections; null when not measured (live)
 //       "fidelity": {                     // live runs only (fidelity.h): did the datapath keep up?
 //         "faithful": bool, "workers": [ { "daemon", "worker": str, "wall_s", "busy_fraction",
 //           "cpu_fraction", "run_delay_fraction": num, "frames_timed": uint, "frame_late_p50_us",
@@ -172,6 +173,7 @@ ojson to_json(const Report& r, const Derived& d) {
     for (const auto& e : run.events) evs.push_back(ojson{{"t_s", num_or_null(e.first)}, {"label", e.second}});
     o["events"] = std::move(evs);
     o["seed"] = run.seed;
+    o["jain_fairness"] = num_or_null(run.jain_fairness);
     if (run.fidelity.measured) {
       const Fidelity& f = run.fidelity;
       ojson fj;
@@ -366,6 +368,7 @@ RunResult read_run(const json& o, const std::string& at) {
     run.events.emplace_back(get_num(evs[i], "t_s", eat), get_str(evs[i], "label", eat));
   }
   run.seed = get_uint(o, "seed", at);
+  run.jain_fairness = get_num(o, "jain_fairness", at);
   if (o.contains("fidelity")) {  // live runs
     const json& fj = o["fidelity"];
     const std::string fat = at + "/fidelity";

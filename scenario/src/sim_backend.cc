@@ -345,6 +345,9 @@ class SimBackend final : public Backend {
           f.rtos += p.rtos, f.retransmits += p.retransmits, f.state_changes += p.state_changes;
         }
       }
+      rr.connection_bytes = js.work->bytes_by_connection();
+      rr.jain_fairness = jain_index(rr.connection_bytes);
+      rr.sim_events = r.sim.events_processed();
       rr.verify_failures = js.work->verify_failures();
       const uint64_t errors = js.work->error_completions();
       rr.verified = rr.messages > 0 && rr.verify_failures == 0 && errors == 0;

@@ -11,10 +11,13 @@ WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_h
     : sim_(sim), src_(src), src_host_(src_host), dst_(dst), cfg_(cfg) {
   if (cfg_.slots < cfg_.depth) throw std::invalid_argument("slots: must be >= depth");
   const size_t lane_bytes = static_cast<size_t>(cfg_.slots) * cfg_.message_bytes;
-  for (uint32_t conn : src_conns) {
+  connections_ = src_conns.size();
+  for (size_t ci = 0; ci < src_conns.size(); ++ci) {
+    const uint32_t conn = src_conns[ci];
     for (uint16_t s = 0; s < cfg_.streams; ++s) {
       Lane lane;
       lane.conn = conn;
+      lane.conn_index = static_cast<uint32_t>(ci);
       lane.stream = s;
       buffers_.emplace_back(lane_bytes);
       lane.src = buffers_.back().data();
@@ -100,10 +103,17 @@ void WriteWorkload::on_completion(const transport::Completion& wc) {
   if (std::memcmp(dst, src, cfg_.message_bytes) != 0) ++verify_failures_;
   std::memset(dst, 0xEE, cfg_.message_bytes);
   bytes_ += cfg_.message_bytes;
+  lane.bytes += cfg_.message_bytes;
   ++messages_;
   samples_.push_back({sim_.now(), bytes_});
   if (cfg_.record_latency) latencies_.push_back(sim_.now() - lane.slots[idx].posted_at);
   if (!stopped_) post_one(lane);
+}
+
+std::vector<uint64_t> WriteWorkload::bytes_by_connection() const {
+  std::vector<uint64_t> out(connections_, 0);
+  for (const Lane& l : lanes_) out[l.conn_index] += l.bytes;
+  return out;
 }
 
 uint64_t WriteWorkload::bytes_between(Nanos from, Nanos to) const {

@@ -98,6 +98,10 @@ struct RunPlan {
 // point's runs are consecutive.
 std::vector<RunPlan> plan_scenario(const Scenario& s);
 
+// Jain's fairness index of x ((sum x)^2 / (n sum x^2)): 1 when all are equal,
+// 1/n when one has everything; NaN for no values, 1 when all are 0.
+double jain_index(const std::vector<uint64_t>& x);
+
 // The points of a sweep (one per sweep value); 0 without a sweep.
 size_t sweep_points(const Scenario& s);
 // "" when `point` is a sweep point of s, else what is wrong, naming `field`

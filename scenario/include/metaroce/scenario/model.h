@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -246,6 +247,14 @@ struct RunResult {
   std::vector<Interval> intervals;
   std::vector<std::pair<double, std::string>> events;  // fault instants (scenario s) and labels
   uint64_t seed = 0;
+  // Jain's index over the bytes each of the job's connections completed
+  // ((sum x)^2 / (n sum x^2); 1 = all equal); NaN when not measured (live).
+  double jain_fairness = std::numeric_limits<double>::quiet_NaN();
+  // Simulator only, not in report.json (for benchmarks): events the simulator
+  // processed in the run this job was part of (all its jobs together), and the
+  // bytes each of the job's connections completed.
+  uint64_t sim_events = 0;
+  std::vector<uint64_t> connection_bytes;
   Fidelity fidelity;                // live: the datapath over this run (and those run with it)
 };
 

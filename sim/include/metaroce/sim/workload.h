@@ -47,6 +47,8 @@ class WriteWorkload {
   uint64_t messages_completed() const { return messages_; }
   uint64_t verify_failures() const { return verify_failures_; }
   uint64_t error_completions() const { return errors_; }
+  // Payload bytes completed on each connection, in src_conns order (all its streams).
+  std::vector<uint64_t> bytes_by_connection() const;
   // Cumulative bytes at completion times (one sample per completion).
   const std::vector<Sample>& samples() const { return samples_; }
   // Payload bytes completed in [from, to).
@@ -69,6 +71,8 @@ class WriteWorkload {
     uint32_t src_key, dst_key;
     std::vector<Slot> slots;
     uint32_t next_slot = 0;
+    uint32_t conn_index;  // position of conn in src_conns
+    uint64_t bytes = 0;   // completed and verified on this lane
   };
   void post_one(Lane& lane);
   void fill(uint8_t* p, uint64_t message_id);
@@ -80,6 +84,7 @@ class WriteWorkload {
   WriteWorkloadConfig cfg_;
   std::vector<std::vector<uint8_t>> buffers_;
   std::vector<Lane> lanes_;
+  size_t connections_ = 0;
   uint64_t next_message_ = 1;
   uint64_t bytes_ = 0, messages_ = 0, verify_failures_ = 0, errors_ = 0;
   std::vector<Sample> samples_;
