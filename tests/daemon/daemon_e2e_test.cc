@@ -656,8 +656,7 @@ TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   };
   write_cfg("a", 0);
   write_cfg("b", 1);
-  const pid_t a =
-      spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string(), "--peer-host", "127.0.0.1"}, (dir / "a.log").string());
+  const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
   const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
   auto addr = [&](const std::string& n) { return "unix://" + (dir / (n + ".sock")).string(); };
   auto ctl = [&](const std::string& n, std::vector<std::string> args) {
