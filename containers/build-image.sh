@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds the container image metaroce-testbed:dev from the local build
 # (BUILD_DIR, default build) on a Debian 12 base made here with mmdebstrap
-# (no image registry needed). Needs root, podman and mmdebstrap.
+# (no image registry needed; the base is made once and kept). IMAGE names the
+# result (default localhost/metaroce-testbed:dev; a test's own tag keeps
+# concurrent runs apart). Needs root, podman and mmdebstrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="$PWD/containers/containers.conf"
 build="${BUILD_DIR:-build}"
+image="${IMAGE:-localhost/metaroce-testbed:dev}"
 [ -x "$build/daemon/metaroced" ] || { echo "build-image: build first (bash scripts/build.sh)" >&2; exit 2; }
 for tool in podman mmdebstrap runc; do
   command -v "$tool" >/dev/null || { echo "build-image: needs $tool (apt-get install podman mmdebstrap runc uidmap)" >&2; exit 2; }
@@ -29,6 +32,6 @@ cp "$build/daemon/metaroced" "$ctx/build/daemon/"
 cp "$build/cli/metarocectl" "$ctx/build/cli/"
 cp "$build/lab/metaroce_lab" "$ctx/build/lab/"
 cp -r configs "$ctx/configs"
-podman build -f containers/Containerfile -t localhost/metaroce-testbed:dev "$ctx"
+podman build -f containers/Containerfile -t "$image" "$ctx"
 rm -rf "$ctx"
-podman image ls localhost/metaroce-testbed:dev
+podman image ls "$image"

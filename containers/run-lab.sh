@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="$PWD/containers/containers.conf"
-image=localhost/metaroce-testbed:dev
+image="${IMAGE:-localhost/metaroce-testbed:dev}"   # as containers/build-image.sh names it
 lab=configs/labs/default.yaml
 sock=/run/metaroce
 build="${BUILD_DIR:-build}"
@@ -22,7 +22,7 @@ trap cleanup EXIT INT TERM
 mkdir -p "$sock"
 run() {  # name netns config
   podman run -d --name "$1" --privileged --network "ns:/run/netns/$2" -v "$sock:$sock" "$image" \
-    --config "/etc/metaroce/configs/daemon/$3" >/dev/null
+    --config "/usr/share/metaroce/configs/daemon/$3" >/dev/null
 }
 run mr-fab mrlab-fab lab-fabric.yaml
 run mr-h0 mrlab-h0 lab-h0.yaml

@@ -12,8 +12,9 @@ packages=(
   libdpdk-dev libxdp-dev libbpf-dev clang llvm iproute2 iputils-ping iperf3 ethtool
   # packets: tshark checks the Wireshark dissector (wireshark/metaroce.lua)
   tshark
-  # containers: podman on a locally built Debian base (containers/build-image.sh)
-  podman mmdebstrap runc uidmap
+  # containers: podman on a locally built Debian base (containers/build-image.sh);
+  # catatonit is the init of the pods' infra containers (podman kube play, tests/k8s)
+  podman mmdebstrap runc uidmap catatonit
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
   # deploy/k8s checks (tests/k8s): rendered daemon configs and a throw-away certificate
   python3-yaml openssl

@@ -126,7 +126,11 @@ Client::Client(std::string address, const ClientOptions& options)
     if (!options.tls_key_file.empty())
       ssl.pem_private_key = read_file_or_throw("--tls-key", options.tls_key_file);
     credentials = grpc::SslCredentials(ssl);
-    if (!options.tls_server_name.empty()) arguments.SetSslTargetNameOverride(options.tls_server_name);
+    if (!options.tls_server_name.empty()) {
+      arguments.SetSslTargetNameOverride(options.tls_server_name);
+    } else if (const auto it = options.tls_server_names.find(address_); it != options.tls_server_names.end()) {
+      arguments.SetSslTargetNameOverride(it->second);
+    }
   } else {
     // The daemon decides whether it accepts plaintext TCP.
     credentials = grpc::InsecureChannelCredentials();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,9 @@ struct ClientOptions {
   std::string tls_cert_file;    // client certificate chain, with tls_key_file
   std::string tls_key_file;
   std::string tls_server_name;  // expected name in the server certificate
+  // Per server address, when tls_server_name is empty: daemons found behind a
+  // Service name expect that name (discover.h).
+  std::map<std::string, std::string> tls_server_names;
   std::int64_t timeout_ns = 10'000'000'000;  // per unary RPC; streams have none
 };
 

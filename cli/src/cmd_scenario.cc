@@ -35,6 +35,9 @@ void add_scenario_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(0u, 256u))
       ->capture_default_str();
   scenario_run->add_option("--host", scenario_flags.host_overrides, "NAME=ADDRESS: override a host's daemon address");
+  scenario_run->add_option("--hosts-from", scenario_flags.hosts_from,
+                           "NAME:PORT: each host's daemon is the one of that name behind NAME (e.g. a headless "
+                           "Service; see `metarocectl discover`); --host wins");
   scenario_run->add_option("--fabric", scenario_flags.fabric_override, "override the fabric daemon's address");
   scenario_run->add_option("--point", scenario_flags.point,
                            "I: run only sweep point I (0-based, the runs of sweep.values[I], seeded as in the whole "

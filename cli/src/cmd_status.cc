@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "client.h"
 #include "commands.h"
+#include "discover.h"
 #include "render.h"
 #include "units.h"
 
@@ -82,6 +84,40 @@ int cmd_status(Invocation& inv) {
       {"jobs running", fmt::format("{}", info.jobs_running())},
       {"peer address", info.peer_address().empty() ? std::string("-") : info.peer_address()},
   }));
+  return kExitOk;
+}
+
+// Every daemon behind a DNS name (a headless Service), with its name. Exit 4
+// when none answers.
+int cmd_discover(Invocation& inv, const std::string& service_text) {
+  const ServiceAddress service = parse_service_address("discover", service_text);
+  const std::vector<FoundDaemon> found = discover_daemons(service, inv.client_options);
+  size_t answered = 0;
+  nlohmann::json list = nlohmann::json::array();
+  Table table({"name", "role", "address", "endpoint", "version", "error"});
+  for (const FoundDaemon& d : found) {
+    const bool ok = d.error.empty();
+    answered += ok ? 1 : 0;
+    const std::string endpoint =
+        !ok || d.info.endpoint_address().empty() ? "-" : fmt::format("{} ({})", d.info.endpoint_address(), d.info.endpoint_mac());
+    list.push_back({{"address", d.address},
+                    {"name", ok ? d.info.name() : ""},
+                    {"role", ok ? role_name(d.info.role()) : ""},
+                    {"endpoint_address", ok ? d.info.endpoint_address() : ""},
+                    {"version", ok ? d.info.version() : ""},
+                    {"error", d.error}});
+    table.add_row({ok ? d.info.name() : "-", ok ? role_name(d.info.role()) : "-", d.address, endpoint,
+                   ok ? d.info.version() : "-", ok ? "-" : d.error});
+  }
+  if (inv.json) {
+    print(nlohmann::json{{"service", service_text}, {"daemons", list}}.dump(2));
+  } else {
+    print(table.render());
+  }
+  if (answered == 0) {
+    std::fprintf(stderr, "metarocectl: discover: no daemon behind %s answered\n", service_text.c_str());
+    return kExitUnreachable;
+  }
   return kExitOk;
 }
 
@@ -213,6 +249,19 @@ void add_status_commands(CLI::App& app, Context& ctx) {
   // Daemon
   commands.add(&app, "status", "name, version, role, uptime and counts of the daemon", "metarocectl status",
                [&inv] { return cmd_status(inv); });
+  std::string& discover_service = ctx.keep<std::string>();
+  CLI::App* discover = commands.add(
+      &app, "discover", "every daemon behind a DNS name (e.g. a headless Service) and its name",
+      "metarocectl --tls --tls-ca ca.crt discover metaroce-endpoint:7443",
+      [&inv, &discover_service] { return cmd_discover(inv, discover_service); });
+  discover->add_option("service", discover_service, "NAME:PORT; NAME resolves to one address per daemon")->required();
+  discover->footer(discover->get_footer() + R"(
+
+Each address NAME resolves to (one address family: the resolver's first) is
+asked for its daemon's name. With --tls and no --tls-server-name, every daemon
+must present a certificate for NAME (the Service's name, which a certificate
+can carry; pod IPs it cannot). Exit 4 when none answers; one that does not
+answer is listed with its error.)");
   commands.add(&app, "config", "the daemon's effective configuration (YAML; JSON with -o json)",
                "metarocectl config -o json", [&inv] { return cmd_config(inv); });
   CLI::App* port = commands.group(&app, "port", "datapath ports", "metarocectl port list");

@@ -14,6 +14,7 @@
 #include "metaroce/scenario/report.h"
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
+#include "discover.h"
 #include "scenario_live.h"
 #include "units.h"
 
@@ -155,8 +156,33 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
   return kExitOk;
 }
 
-int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& options, bool json) {
-  const ms::Scenario s = load(f);
+// --hosts-from: every scenario host that no --host names gets the address of
+// the daemon of that name behind the Service.
+ClientOptions find_hosts(const ScenarioFlags& f, ms::Scenario* s, const ClientOptions& options, bool json) {
+  if (f.hosts_from.empty()) return options;
+  if (f.sim) throw UsageError("--hosts-from: finds live daemons; a --sim run has none");
+  const ServiceAddress service = parse_service_address("--hosts-from", f.hosts_from);
+  std::vector<std::string> wanted;
+  for (const std::string& name : s->host_order) {
+    const bool given = std::any_of(f.host_overrides.begin(), f.host_overrides.end(),
+                                   [&](const std::string& o) { return o.rfind(name + "=", 0) == 0; });
+    if (!given) wanted.push_back(name);
+  }
+  const std::map<std::string, std::string> found =
+      match_hosts(wanted, discover_daemons(service, options), f.hosts_from);
+  std::vector<std::string> addresses;
+  for (const auto& [name, address] : found) {
+    s->hosts[name] = address;
+    addresses.push_back(address);
+    std::fprintf(json ? stderr : stdout, "host %s: the daemon named %s behind %s, at %s\n", name.c_str(),
+                 name.c_str(), f.hosts_from.c_str(), address.c_str());
+  }
+  return options_for_found(options, service, addresses);
+}
+
+int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& given_options, bool json) {
+  ms::Scenario s = load(f);
+  const ClientOptions options = find_hosts(f, &s, given_options, json);
   if (!f.point.empty()) {
     const size_t point = parse_point(s, f.point);
     return finish_point(run(s, f.sim, f.sim_threads, options, json, point), f.out, json);

@@ -14,6 +14,7 @@ struct ScenarioFlags {
   bool sim = false;
   unsigned sim_threads = 0;                 // simulator: runs at once (0: one per core)
   std::vector<std::string> host_overrides;  // NAME=ADDRESS
+  std::string hosts_from;                   // NAME:PORT: hosts found by name behind it (discover.h)
   std::string fabric_override;
   std::string point;                        // run only this sweep point (0-based); "" = every run
 };

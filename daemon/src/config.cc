@@ -1,5 +1,6 @@
 #include "metaroce/daemon/config.h"
 
+#include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -587,6 +588,22 @@ bool is_loopback_listen(const std::string& host_port) {
   if (host == "localhost" || host == "::1") return true;
   const auto ip = wire::parse_ipv4(host.c_str());
   return ip && (*ip >> 24) == 127;
+}
+
+std::string peer_address_for_host(const DaemonConfig& c, const std::string& host, std::string* address) {
+  if (c.control.tcp.empty())
+    return "--peer-host: needs control.tcp (peers call this daemon on its port); the config has no TCP listener";
+  const bool ipv6 = host.find(':') != std::string::npos;
+  bool ok = !host.empty() && host.find_first_of("[]/@ ") == std::string::npos;
+  for (const char ch : host) ok = ok && ch > ' ' && ch <= '~';
+  // A colon is an IPv6 address (a name or an IPv4 address with a port is not).
+  in6_addr v6{};
+  if (ipv6) ok = ok && inet_pton(AF_INET6, host.c_str(), &v6) == 1;
+  if (!ok)
+    return "--peer-host: must be a host name, an IPv4 or an IPv6 address without a port (got '" + host + "')";
+  const std::string port = c.control.tcp.substr(c.control.tcp.rfind(':') + 1);
+  *address = (ipv6 ? "[" + host + "]" : host) + ":" + port;
+  return {};
 }
 
 std::string read_token_file(const std::string& path, const std::string& key, std::string* token) {

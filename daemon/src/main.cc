@@ -68,17 +68,21 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"metaroced: MetaRoCE / RoCEv2 endpoints and the lossy-fabric emulator behind a gRPC API"};
-  std::string config_path, log_level;
+  std::string config_path, log_level, peer_host;
   bool check_only = false, insecure = false;
   app.add_option("-c,--config", config_path, "YAML configuration file")->required();
   app.add_flag("--check-config", check_only, "Validate the configuration, print it with defaults, and exit");
   app.add_flag("--insecure", insecure, "Allow a plain-TCP listener (loopback only); Unix sockets need no TLS");
   app.add_option("--log-level", log_level, "Override log_level (trace, debug, info, warn, error, off)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--peer-host", peer_host,
+                 "How peers reach this daemon: HOST with control.tcp's port becomes control.peer_address "
+                 "(e.g. a pod's IP from the Kubernetes downward API)");
   app.footer(
       "Examples:\n"
       "  metaroced --config configs/daemon/lab-h0.yaml --check-config\n"
       "  ip netns exec mrlab-h0 metaroced --config configs/daemon/lab-h0.yaml\n"
+      "  metaroced --config /etc/metaroce/config/$(NODE_NAME).yaml --peer-host $(POD_IP)   # deploy/k8s\n"
       "Exit codes: 0 clean shutdown or valid config; 1 runtime failure (ports, listen); 2 invalid config or usage.");
   try {
     app.parse(argc, argv);
@@ -95,6 +99,14 @@ int main(int argc, char** argv) {
   }
   if (!log_level.empty()) config->log_level = log_level;
   if (insecure) config->control.insecure = true;
+  if (!peer_host.empty()) {
+    std::string address;
+    if (auto e = md::peer_address_for_host(*config, peer_host, &address); !e.empty()) {
+      std::fprintf(stderr, "metaroced: %s\n", e.c_str());
+      return 2;
+    }
+    config->control.peer_address = address;
+  }
   if (auto e = md::validate_daemon_config(*config, insecure); !e.empty()) {
     std::fprintf(stderr, "metaroced: %s\n", e.c_str());
     return 2;

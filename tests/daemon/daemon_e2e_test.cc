@@ -452,11 +452,14 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
             0);
   std::ofstream(dir / "token") << "tls-token-0123456789\n";
   const int base = 20000 + getpid() % 20000;
+  // a's peers learn its address from --peer-host (as a pod's IP reaches it in deploy/k8s), b's from its config.
   auto write_cfg = [&](const std::string& name, int h, const std::string& extra) {
     std::ofstream(dir / (name + ".yaml"))
-        << "name: " << name << "\nrole: endpoint\ncontrol:\n  unix_socket: \"\"\n  tcp: 127.0.0.1:" << base + h
-        << "\n  tls: {cert: cert.pem, key: key.pem}\n  token_file: token\n  peer_address: 127.0.0.1:" << base + h
-        << "\n  peer_tls: {ca: cert.pem, server_name: localhost}\n"
+        << "name: " << name << "\nrole: endpoint\ncontrol:\n  unix_socket: \"\"\n  tcp: "
+        << (h == 0 ? "localhost:" : "127.0.0.1:") << base + h  // a: every loopback address localhost resolves to
+        << "\n  tls: {cert: cert.pem, key: key.pem}\n  token_file: token\n"
+        << (h == 0 ? std::string() : "  peer_address: 127.0.0.1:" + std::to_string(base + h) + "\n")
+        << "  peer_tls: {ca: cert.pem, server_name: localhost}\n"
         << "endpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1 << "\n  udp_port: "
         << base + 100 << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n" << extra;
   };
@@ -485,13 +488,30 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
   EXPECT_EQ(check("plain.yaml", {"--log-level", "loud"}).status, 2);
   EXPECT_EQ(ml::run_command({METAROCED_PATH}).status, 2) << "--config is required";
   EXPECT_EQ(ml::run_command({METAROCED_PATH, "--help"}).status, 0);
+  // --peer-host: the host with control.tcp's port is the address peers call back.
+  r = check("a.yaml", {"--peer-host", "fd00::7"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("peer_address: \"[fd00::7]:" + std::to_string(base) + "\""), std::string::npos) << r.out;
+  r = check("a.yaml", {"--peer-host", "10.0.0.7"});
+  EXPECT_NE(r.out.find("peer_address: 10.0.0.7:" + std::to_string(base) + "\n"), std::string::npos) << r.out;
+  r = check("a.yaml", {"--peer-host", "10.0.0.7:7443"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--peer-host: must be a host name, an IPv4 or an IPv6 address without a port"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(dir / "unix.yaml") << "role: endpoint\ncontrol: {unix_socket: " << (dir / "u.sock").string()
+                                   << "}\nendpoint: {datapath: udp, interfaces: [lo], address: 127.0.0.1, mac: 02:00:7f:00:00:01}\n";
+  r = check("unix.yaml", {"--peer-host", "10.0.0.7"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--peer-host: needs control.tcp"), std::string::npos) << r.err;
   r = check("broken.yaml");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("broken.yaml:4: endpoint.frame_size: must be an integer in [1024, 3840] (got 'lots')"),
             std::string::npos)
       << r.err;
 
-  const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
+  const pid_t a =
+      spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string(), "--peer-host", "127.0.0.1"}, (dir / "a.log").string());
   const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
   auto ctl = [&](int h, std::vector<std::string> args, bool tls = true, const std::string& token = "tls-token-0123456789") {
     std::vector<std::string> argv = {METAROCECTL_PATH, "--server", "127.0.0.1:" + std::to_string(base + h)};
@@ -511,6 +531,17 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
   const Ctl no_token = ctl(0, {"status"}, true, "");
   EXPECT_EQ(no_token.status, 4);
   EXPECT_NE(no_token.err.find("UNAUTHENTICATED"), std::string::npos) << no_token.err;
+  const Ctl info = ctl(0, {"-o", "json", "status"});
+  EXPECT_EQ(info.j()["peer_address"], "127.0.0.1:" + std::to_string(base)) << info.out;
+  // Found by name: localhost resolves to a's listener, whose certificate names localhost.
+  const auto found = ml::run_command({METAROCECTL_PATH, "--tls", "--tls-ca", cert, "--token", "tls-token-0123456789",
+                                      "-o", "json", "discover", "localhost:" + std::to_string(base)});
+  ASSERT_EQ(found.status, 0) << found.err;
+  const json daemons = json::parse(found.out)["daemons"];
+  ASSERT_EQ(daemons.size(), 1u) << found.out;
+  EXPECT_EQ(daemons[0]["name"], "a") << found.out;
+  const std::string where = daemons[0]["address"];
+  EXPECT_TRUE(where == "127.0.0.1:" + std::to_string(base) || where == "[::1]:" + std::to_string(base)) << found.out;
   const Ctl start = ctl(0, {"-o", "json", "traffic", "start", "--peer", "127.0.0.1:" + std::to_string(base + 1), "--op",
                             "send", "--size", "4K", "--iterations", "300"});
   ASSERT_EQ(start.status, 0) << start.err << slurp((dir / "a.log").string());

@@ -4,9 +4,10 @@
 //
 // - Bridge mode (mr_config.bridge != 0, a fabric node): every frame goes to
 //   the AF_XDP socket of the queue it arrived on.
-// - Otherwise: only untagged Ethernet / IPv4 (no fragment) / UDP frames whose
-//   destination port is a key of mr_ports are redirected; ARP, ICMP, IPv6,
-//   TCP and other UDP traffic pass to the kernel stack.
+// - Otherwise: only untagged Ethernet / IPv4 (no options, no fragment) / UDP
+//   frames whose destination port is a key of mr_ports are redirected (what
+//   wire/udp_frame.cc decodes); ARP, ICMP, IPv6, TCP, IPv4 with options and
+//   other UDP traffic pass to the kernel stack.
 // In both modes a queue with no socket in mr_xsks falls back to XDP_PASS
 // (the flags argument of bpf_redirect_map), so nothing is dropped here.
 //
@@ -69,11 +70,15 @@ int metaroce_xdp(struct xdp_md* ctx) {
 
   const struct iphdr* ip = (const void*)(eth + 1);
   if ((void*)(ip + 1) > data_end) return XDP_PASS;
-  if (ip->version != 4 || ip->ihl < 5 || ip->protocol != IPPROTO_UDP) return XDP_PASS;
+  // Without options, as the userspace decoder takes them: the UDP header is then at a
+  // constant offset. (A variable one, ip->ihl * 4, is packet pointer arithmetic the
+  // verifier accepts only from a loader with CAP_PERFMON, which bypasses its Spectre v1
+  // hardening; deploy/k8s grants the daemons CAP_BPF and CAP_NET_ADMIN, not that.)
+  if (ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return XDP_PASS;
   // Fragments (first or later) belong to the kernel's reassembly, not to us.
   if (ip->frag_off & bpf_htons(MR_IP_FRAGMENT_MASK)) return XDP_PASS;
 
-  const struct udphdr* udp = (const void*)ip + ip->ihl * 4;
+  const struct udphdr* udp = (const void*)(ip + 1);
   if ((void*)(udp + 1) > data_end) return XDP_PASS;
 
   const __u16 dport = bpf_ntohs(udp->dest);

@@ -152,6 +152,12 @@ std::string read_pem_file(const std::string& path, const std::string& key, std::
 std::string daemon_config_yaml(const DaemonConfig& c);
 std::string daemon_config_json(const DaemonConfig& c);
 
+// control.peer_address for `metaroced --peer-host HOST`: HOST (a name, an IPv4
+// or an IPv6 address, which gets brackets) with control.tcp's port, the port
+// peers call. Returns "" and sets *address, or an error when the config has no
+// control.tcp or HOST is empty, holds a port, brackets or control characters.
+std::string peer_address_for_host(const DaemonConfig& c, const std::string& host, std::string* address);
+
 // True when a "host:port" names a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback_listen(const std::string& host_port);
 }  // namespace metaroce::daemon
