@@ -149,6 +149,10 @@ fabric_section="fabric:
   ecmp_links: $ecmp
   port: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}
   ecmp: {rate_bps: $rate, prop_delay_ns: 0, queue_limit_bytes: $qlimit, ecn_threshold_bytes: $ecn}"
+# Captures (a scenario's capture windows) are written by the daemons here and
+# fetched by metarocectl into OUT/captures/ after each run; the work folder
+# goes at the end.
+export METAROCE_CAPTURE_DIR="$work/captures"
 sockets=()
 if [ "$layout" = separate ]; then
   echo "run-scenario: layout separate: $hosts endpoint daemons + 1 fabric daemon, one worker thread each ($cores cores)"

@@ -87,12 +87,13 @@ int finish(const ms::Report& r, const std::string& out, bool json) {
 }
 
 ms::Report run(const ms::Scenario& s, bool sim, unsigned sim_threads, const ClientOptions& options, bool json,
-              std::optional<size_t> point = std::nullopt) {
+              const std::string& out, std::optional<size_t> point = std::nullopt) {
   if (auto e = ms::check_runnable(s, !sim); !e.empty()) throw UsageError(e);
   auto progress = [json](const std::string& line) { std::fprintf(json ? stderr : stdout, "%s\n", line.c_str()); };
   std::fprintf(json ? stderr : stdout, "%s: %s (%s)\n", s.name.c_str(), s.description.c_str(),
                sim ? "simulator, virtual time" : "live daemons");
-  return sim ? ms::run_scenario_sim(s, progress, sim_threads, point) : run_scenario_live(s, options, progress, point);
+  return sim ? ms::run_scenario_sim(s, progress, sim_threads, point, out)
+             : run_scenario_live(s, options, progress, point, out);
 }
 
 // --point: a sweep point of s, 0-based.
@@ -185,9 +186,9 @@ int cmd_scenario_run(const ScenarioFlags& f, const ClientOptions& given_options,
   const ClientOptions options = find_hosts(f, &s, given_options, json);
   if (!f.point.empty()) {
     const size_t point = parse_point(s, f.point);
-    return finish_point(run(s, f.sim, f.sim_threads, options, json, point), f.out, json);
+    return finish_point(run(s, f.sim, f.sim_threads, options, json, f.out, point), f.out, json);
   }
-  return finish(run(s, f.sim, f.sim_threads, options, json), f.out, json);
+  return finish(run(s, f.sim, f.sim_threads, options, json, f.out), f.out, json);
 }
 
 int cmd_scenario_merge(const MergeFlags& f, bool json) {
@@ -209,6 +210,10 @@ int cmd_scenario_merge(const MergeFlags& f, bool json) {
     std::string err;
     std::optional<ms::Report> r = ms::parse_report_json(text.str(), path.string(), &err);
     if (!r) throw UsageError(err);
+    // A point's capture files stay in its folder: link them from the merged report's.
+    for (ms::CaptureResult& c : r->captures)
+      if (!c.file.empty())
+        c.file = std::filesystem::path(path.parent_path() / c.file).lexically_proximate(f.out).generic_string();
     points.push_back(std::move(*r));
     names.push_back(path.string());
   }
@@ -247,7 +252,7 @@ int cmd_sweep(const SweepFlags& f, const ClientOptions& options, bool json) {
   std::string err;
   auto s = ms::parse_scenario_yaml(yaml, "metarocectl sweep", &err);
   if (!s) throw UsageError(err);
-  return finish(run(*s, f.sim, f.sim_threads, options, json), f.out, json);
+  return finish(run(*s, f.sim, f.sim_threads, options, json, f.out), f.out, json);
 }
 
 }  // namespace metarocectl

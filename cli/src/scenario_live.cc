@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <thread>
 
+#include "capture_files.h"
+#include "metaroce/capture/pcapng.h"
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/fidelity.h"
@@ -52,8 +57,8 @@ ms::DaemonCounters read_counters(Client& c, const std::string& name) {
 // wall-clock time.
 class LiveBackend final : public ms::Backend {
  public:
-  LiveBackend(const ms::Scenario& s, const ClientOptions& options, const ms::Progress& progress)
-      : s_(s), fabric_(s.fabric, options), say_(progress) {
+  LiveBackend(const ms::Scenario& s, const ClientOptions& options, const ms::Progress& progress, std::string out_dir)
+      : s_(s), options_(options), out_dir_(std::move(out_dir)), fabric_(s.fabric, options), say_(progress) {
     for (const auto& [name, addr] : s.hosts) hosts_[name] = std::make_unique<Client>(addr, options);
     // Everyone must answer before anything changes.
     fabric_.call<v1::DaemonInfo>("Daemon.GetInfo",
@@ -78,6 +83,7 @@ class LiveBackend final : public ms::Backend {
   bool real_time() const override { return true; }
 
   void prepare(const ms::RunPlan& plan) override {
+    captures_.assign(plan.captures.size(), {});
     reset();
     for (const v1::SetLinksRequest& set : live_setup(plan))
       fabric_.call<v1::SetLinksResponse>("Fabric.Set",
@@ -109,10 +115,68 @@ class LiveBackend final : public ms::Backend {
 
   void start_timeline(const ms::RunPlan& plan) override {
     const v1::LoadTimelineRequest timeline = live_timeline(plan);
+    origin_unix_ns_ = 0;
     if (timeline.events_size() > 0)
-      fabric_.call<v1::LoadTimelineResponse>(
-          "Fabric.LoadTimeline", [&](auto* ctx, auto* r) { return fabric_.fabric().LoadTimeline(ctx, timeline, r); });
+      origin_unix_ns_ = fabric_.call<v1::LoadTimelineResponse>("Fabric.LoadTimeline", [&](auto* ctx, auto* r) {
+                                  return fabric_.fabric().LoadTimeline(ctx, timeline, r);
+                                }).base_unix_ns();
     t0_ = std::chrono::steady_clock::now();
+    // The run's t = 0 on the daemons' wall clock: the instant the fabric's
+    // timeline counts from (its faults happen at origin + at), else now.
+    if (origin_unix_ns_ == 0)
+      origin_unix_ns_ = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
+
+  // A window: Capture.Start on every daemon it involves, armed ahead with
+  // the window on their wall clock (live_capture_requests), Capture.Stop
+  // once the run is past it, and after the run each daemon's file fetched
+  // (Capture.Read) and merged into one file in the report's folder. A daemon
+  // that refuses is named in the result's note; the run goes on.
+  void start_capture(const ms::RunPlan& plan, const ms::PlannedCapture& c) override {
+    LiveCapture& lc = captures_.at(static_cast<size_t>(&c - plan.captures.data()));
+    lc.started = true;
+    if (out_dir_.empty()) {
+      lc.problems.push_back("no output folder (scenario run --out), so nothing was captured");
+      return;
+    }
+    for (LiveCaptureRequest& r : live_capture_requests(s_, plan, c, origin_unix_ns_)) {
+      Client* client = client_for(r.address);
+      try {
+        const auto info = client->call<v1::CaptureInfo>(
+            "Capture.Start", [&](auto* ctx, auto* out) { return client->capture().Start(ctx, r.start, out); });
+        lc.parts.push_back({std::move(r), client, info});
+      } catch (const RpcError& e) {
+        lc.problems.push_back(r.daemon + " did not capture: " + e.what());
+        if (say_) say_("  capture " + c.label + ": " + r.daemon + ": " + e.what());
+      }
+    }
+  }
+
+  void stop_capture(const ms::RunPlan& plan, const ms::PlannedCapture& c) override {
+    LiveCapture& lc = captures_.at(static_cast<size_t>(&c - plan.captures.data()));
+    for (LiveCapturePart& part : lc.parts) {
+      try {
+        part.info = part.client->call<v1::CaptureInfo>(
+            "Capture.Stop", [&](auto* ctx, auto* out) { return part.client->capture().Stop(ctx, v1::StopCaptureRequest{}, out); });
+        part.stopped = true;
+      } catch (const RpcError& e) {
+        lc.problems.push_back(part.request.daemon + ": " + e.what());
+      }
+    }
+  }
+
+  std::vector<ms::CaptureResult> capture_results(const ms::RunPlan& plan) override {
+    std::vector<ms::CaptureResult> out;
+    for (size_t i = 0; i < plan.captures.size(); ++i) {
+      const ms::PlannedCapture& c = plan.captures[i];
+      LiveCapture& lc = captures_.at(i);
+      ms::CaptureResult r = ms::capture_result_for(plan, c);
+      r.t0_unix_ns = origin_unix_ns_;
+      if (lc.started) collect(c, lc, &r);
+      out.push_back(std::move(r));
+    }
+    return out;
   }
 
   bool run_until(ms::Nanos t_ns) override {
@@ -209,6 +273,95 @@ class LiveBackend final : public ms::Backend {
   }
 
  private:
+  struct LiveCapturePart {
+    LiveCaptureRequest request;
+    Client* client = nullptr;
+    v1::CaptureInfo info;     // Capture.Start's answer, then Capture.Stop's
+    bool stopped = false;
+  };
+  struct LiveCapture {
+    bool started = false;
+    std::vector<LiveCapturePart> parts;
+    std::vector<std::string> problems;
+  };
+
+  Client* client_for(const std::string& address) {
+    if (address == s_.fabric) return &fabric_;
+    for (auto& [name, c] : hosts_)
+      if (c->address() == address || s_.hosts.at(name) == address) return c.get();
+    auto& extra = extra_clients_[address];
+    if (!extra) extra = std::make_unique<Client>(address, options_);
+    return extra.get();
+  }
+
+  // Fetches each daemon's file, merges them into out_dir_/c.file and fills r.
+  void collect(const ms::PlannedCapture& c, LiveCapture& lc, ms::CaptureResult* r) {
+    namespace fs = std::filesystem;
+    const fs::path target = fs::path(out_dir_) / c.file;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    std::vector<metaroce::capture::PcapngFile> files;
+    std::vector<std::string> names;
+    // What every daemon covered: its window, from when its taps went on to
+    // when they came off.
+    std::optional<uint64_t> from_unix, to_unix;
+    for (LiveCapturePart& part : lc.parts) {
+      const v1::CaptureInfo& info = part.info;
+      r->frames_not_written += info.packets_not_written();
+      const uint64_t on = std::max(info.started_unix_ns(), part.request.start.spec().start_unix_ns());
+      const uint64_t off = info.ended_unix_ns() ? std::min(info.ended_unix_ns(), part.request.start.spec().stop_unix_ns())
+                                                : part.request.start.spec().stop_unix_ns();
+      from_unix = std::max(from_unix.value_or(0), on);
+      to_unix = std::min(to_unix.value_or(UINT64_MAX), off);
+      if (!part.stopped) continue;
+      if (info.stop_reason() != "window_end" && info.stop_reason() != "stopped")
+        lc.problems.push_back(part.request.daemon + "'s capture ended early: " + info.stop_reason());
+      if (info.started_unix_ns() > part.request.start.spec().start_unix_ns())
+        lc.problems.push_back(part.request.daemon + "'s capture began " +
+                              fmt::format("{:.1f}", static_cast<double>(info.started_unix_ns() -
+                                                                        part.request.start.spec().start_unix_ns()) / 1e6) +
+                              " ms into the window (Capture.Start was late)");
+      const std::string local = target.string() + "." + part.request.daemon + ".part";
+      try {
+        fetch_capture_file(*part.client, part.request.start.spec().file(), local);
+        std::string err;
+        auto file = metaroce::capture::read_pcapng(local, &err, 2 * ms::kMaxCaptureBytesPerDaemon);
+        if (!file) lc.problems.push_back(part.request.daemon + ": " + err);
+        else files.push_back(std::move(*file)), names.push_back(part.request.daemon);
+      } catch (const std::exception& e) {
+        lc.problems.push_back(part.request.daemon + ": " + e.what());
+      }
+      fs::remove(local, ec);
+    }
+    if (from_unix && to_unix && *to_unix >= *from_unix) {
+      r->captured_from_s = static_cast<double>(static_cast<int64_t>(*from_unix - origin_unix_ns_)) / 1e9;
+      r->captured_to_s = static_cast<double>(static_cast<int64_t>(*to_unix - origin_unix_ns_)) / 1e9;
+    }
+    if (!files.empty()) {
+      std::vector<metaroce::capture::PcapngSource> sources;
+      for (size_t k = 0; k < files.size(); ++k) sources.push_back({names[k], &files[k]});
+      const std::string comment =
+          "metaroce-testbed live run: scenario " + s_.name + ", run " + std::to_string(r->run) + " (" + r->run_label +
+          "), window [" + fmt::format("{:.3f}", r->from_s) + " s, " + fmt::format("{:.3f}", r->to_s) + " s] around \"" +
+          c.label + "\". Timestamps are the daemons' wall clocks; the run's t = 0 (the instant the fabric's timeline "
+          "counts from) is " + std::to_string(origin_unix_ns_) + " ns since the Unix epoch. Interfaces are named "
+          "after the daemon and plane.";
+      std::string err;
+      const auto written = metaroce::capture::merge_pcapng(sources, target.string(), "metarocectl " METAROCE_VERSION, comment, &err);
+      if (!written) {
+        lc.problems.push_back(err);
+      } else {
+        r->file = c.file;
+        r->frames = written->frames_written;
+        r->frames_truncated = written->frames_truncated;
+        r->sources = names;
+      }
+    }
+    std::string note = "wall-clock timestamps; the run's t = 0 is the instant the fabric's timeline counts from";
+    for (const std::string& p : lc.problems) note += "; " + p;
+    r->note = note;
+  }
+
   struct Started {
     const ms::JobSpec* spec;
     Client* client;
@@ -261,6 +414,8 @@ class LiveBackend final : public ms::Backend {
   }
 
   const ms::Scenario& s_;
+  ClientOptions options_;
+  std::string out_dir_;  // the report's folder: capture windows go to out_dir_/captures/
   Client fabric_;
   std::map<std::string, std::unique_ptr<Client>> hosts_;
   std::map<std::string, v1::DaemonInfo> infos_;  // GetInfo of each host, at the start
@@ -269,13 +424,17 @@ class LiveBackend final : public ms::Backend {
   std::vector<ms::DaemonCounters> counters_before_;
   std::vector<Started> started_;
   std::chrono::steady_clock::time_point t0_;
+  uint64_t origin_unix_ns_ = 0;  // the run's t = 0 on the daemons' wall clock (captures)
+  std::vector<LiveCapture> captures_;  // by plan.captures index, for the current run
+  std::map<std::string, std::unique_ptr<Client>> extra_clients_;
 };
 
 }  // namespace
 
 ms::Report run_scenario_live(const ms::Scenario& s, const ClientOptions& options,
-                             const std::function<void(const std::string&)>& progress, std::optional<size_t> point) {
-  LiveBackend backend(s, options, progress);
+                             const std::function<void(const std::string&)>& progress, std::optional<size_t> point,
+                             const std::string& out_dir) {
+  LiveBackend backend(s, options, progress, out_dir);
   return ms::run_scenario(s, backend, progress, point);
 }
 

@@ -7,6 +7,7 @@
 
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/model.h"
+#include "metaroce/v1/capture.pb.h"
 #include "metaroce/v1/fabric.pb.h"
 #include "metaroce/v1/traffic.pb.h"
 
@@ -25,5 +26,26 @@ metaroce::v1::LoadTimelineRequest live_timeline(const metaroce::scenario::RunPla
 // (src_ports: metaroce::scenario::path_source_ports for the daemons' addresses).
 metaroce::v1::StartJobRequest live_job(const metaroce::scenario::Scenario& s, const metaroce::scenario::JobSpec& js,
                                        const std::vector<uint16_t>& src_ports);
+
+// One daemon's part of a run's capture window: its address, its name in the
+// report ("fabric", a host's name, or "h0+fabric" for a daemon with both
+// roles) and the Capture.Start request: the window's points on that daemon
+// (fabric: in, out and dropped at the fabric node; endpoints: rx and tx of
+// the run's hosts), its planes and snap length, a file name of its own in
+// the daemon's capture directory, and the window on the daemons' wall clock
+// (start_unix_ns, stop_unix_ns: origin_unix_ns, the instant the fabric's
+// timeline counts from, + from_ns and + to_ns), which also ends the capture
+// if metarocectl never stops it, and at most kMaxCaptureBytesPerDaemon.
+// Daemons in address order; one daemon serving several roles gets one
+// request with all their points.
+struct LiveCaptureRequest {
+  std::string daemon;
+  std::string address;
+  metaroce::v1::StartCaptureRequest start;
+};
+std::vector<LiveCaptureRequest> live_capture_requests(const metaroce::scenario::Scenario& s,
+                                                      const metaroce::scenario::RunPlan& plan,
+                                                      const metaroce::scenario::PlannedCapture& c,
+                                                      std::uint64_t origin_unix_ns);
 
 }  // namespace metarocectl

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include <time.h>
+
 #include "core.h"
 #include "metaroce/api/link_patch_codec.h"
 #include "metaroce/daemon/fabric_api.h"
@@ -192,9 +194,14 @@ grpc::Status DaemonCore::fabric_timeline(const v1::LoadTimelineRequest& req, v1:
   if (auto s = need_fabric(); !s.ok()) return s;
   std::vector<emulator::TimelineEvent> events;
   if (auto s = to_emulator_timeline(req, *config_.fabric, &events); !s.ok()) return s;
-  transport::Nanos base = 0;
-  if (auto e = fabric_->load_timeline(std::move(events), &base); !e.empty()) return invalid("events", e);
+  transport::Nanos base = 0, base_monotonic = 0;
+  if (auto e = fabric_->load_timeline(std::move(events), &base, &base_monotonic); !e.empty()) return invalid("events", e);
   out->set_base_ns(base);
+  timespec mono, real;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t realtime_offset = (static_cast<int64_t>(real.tv_sec) - mono.tv_sec) * 1'000'000'000 + (real.tv_nsec - mono.tv_nsec);
+  out->set_base_unix_ns(static_cast<uint64_t>(base_monotonic + realtime_offset));
   out->set_events(static_cast<uint32_t>(req.events_size()));
   spdlog::info("fabric: timeline of {} events from {} ns", req.events_size(), base);
   return grpc::Status::OK;

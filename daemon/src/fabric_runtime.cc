@@ -124,15 +124,17 @@ std::string FabricRuntime::reset(transport::Nanos* at, uint32_t* links_changed) 
   return r->error;
 }
 
-std::string FabricRuntime::load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base) {
+std::string FabricRuntime::load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base,
+                                         transport::Nanos* base_monotonic) {
   struct Result {
     std::string error;
-    transport::Nanos base = 0;
+    transport::Nanos base = 0, base_monotonic = 0;
   };
   auto r = std::make_shared<Result>();
   auto evs = std::make_shared<std::vector<emulator::TimelineEvent>>(std::move(events));
   if (!channel_.call([this, r, evs](transport::Nanos now) {
         r->base = now;
+        r->base_monotonic = node_->origin() + now;
         emulator::Timeline t;
         for (const auto& e : *evs) t.set(now + e.at_ns, e.selector, e.patch, e.label);
         if (auto err = t.validate(node_->fabric().config())) {
@@ -143,6 +145,7 @@ std::string FabricRuntime::load_timeline(std::vector<emulator::TimelineEvent> ev
       }))
     return "fabric worker did not answer within 5 s";
   *base = r->base;
+  if (base_monotonic) *base_monotonic = r->base_monotonic;
   return r->error;
 }
 

@@ -55,7 +55,10 @@ class FabricRuntime {
   // Back to the configured base settings, every link up, no timeline.
   std::string reset(transport::Nanos* at, uint32_t* links_changed);
   // Events with at_ns relative to now; *base gets the fabric time they are relative to.
-  std::string load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base);
+  // *base: the node time the events count from; *base_monotonic (if given):
+  // the same instant on CLOCK_MONOTONIC.
+  std::string load_timeline(std::vector<emulator::TimelineEvent> events, transport::Nanos* base,
+                            transport::Nanos* base_monotonic = nullptr);
   bool snapshot(FabricSnapshot* out);
   // As EndpointRuntime::attach_capture, for the fabric node's points.
   bool attach_capture(std::shared_ptr<datapath::CaptureTap> tap);

@@ -255,6 +255,11 @@ class CaptureService final : public v1::Capture::Service {
     METAROCE_AUTH(ctx, req);
     return captures_.get(out);
   }
+  grpc::Status Read(grpc::ServerContext* ctx, const v1::ReadCaptureRequest* req,
+                    grpc::ServerWriter<v1::CaptureChunk>* writer) override {
+    METAROCE_AUTH(ctx, req);
+    return captures_.read(req->file(), [&](const v1::CaptureChunk& c) { return !ctx->IsCancelled() && writer->Write(c); });
+  }
 
  private:
   DaemonCore& core_;

@@ -1,9 +1,11 @@
 #include "metaroce/datapath/capture_tap.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/wire/bytes.h"
 #include "metaroce/wire/metaroce.h"
@@ -11,30 +13,13 @@
 
 namespace metaroce::datapath {
 
-const char* capture_point_name(CapturePoint p) {
-  switch (p) {
-    case CapturePoint::kEndpointRx: return "endpoint rx";
-    case CapturePoint::kEndpointTx: return "endpoint tx";
-    case CapturePoint::kFabricIn: return "fabric in (before the emulator)";
-    case CapturePoint::kFabricOut: return "fabric out (after the emulator)";
-    case CapturePoint::kFabricDropped: return "dropped by the emulator";
-  }
-  return "?";
-}
-
 std::string_view capture_comment(const CaptureRecord& r, std::span<char, kCaptureCommentBytes> buf) {
-  const char* point = capture_point_name(r.point);
-  int n = 0;
+  std::array<char, emulator::kFrameMarksTextBytes> marks;
+  capture::FrameFate fate;
   if (r.point == CapturePoint::kFabricDropped)
-    n = std::snprintf(buf.data(), buf.size(), "%s: %s, from host %u", point,
-                      emulator::drop_cause_name(static_cast<emulator::DropCause>(r.drop_cause)), unsigned{r.host});
-  else if (r.point == CapturePoint::kFabricIn)
-    n = std::snprintf(buf.data(), buf.size(), "%s, from host %u", point, unsigned{r.host});
-  else if (r.point == CapturePoint::kFabricOut)
-    n = std::snprintf(buf.data(), buf.size(), "%s, to host %u", point, unsigned{r.host});
-  else
-    n = std::snprintf(buf.data(), buf.size(), "%s", point);
-  return {buf.data(), std::min(static_cast<size_t>(std::max(n, 0)), buf.size() - 1)};
+    fate.drop_cause = emulator::drop_cause_name(static_cast<emulator::DropCause>(r.drop_cause));
+  if (r.point == CapturePoint::kFabricOut) fate.marks = emulator::frame_marks_text(r.marks, marks);
+  return capture::frame_comment(r.point, r.host, fate, buf);
 }
 
 bool CaptureFilter::wants(CapturePoint p) const {
@@ -71,8 +56,9 @@ bool CaptureTap::matches(std::span<const uint8_t> f) const {
 }
 
 void CaptureTap::offer(CapturePoint point, uint32_t plane, uint32_t host, Nanos time, std::span<const uint8_t> frame,
-                       uint8_t drop_cause) {
-  if (!filter_.wants(point) || plane >= 64 || !((filter_.planes >> plane) & 1) || !matches(frame)) {
+                       uint8_t drop_cause, uint8_t marks) {
+  if (!filter_.wants(point) || time < filter_.from || time > filter_.until || plane >= 64 ||
+      !((filter_.planes >> plane) & 1) || !matches(frame)) {
     filtered_out_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -86,6 +72,7 @@ void CaptureTap::offer(CapturePoint point, uint32_t plane, uint32_t host, Nanos 
   s.record.time = time;
   s.record.point = point;
   s.record.drop_cause = drop_cause;
+  s.record.marks = marks;
   s.record.plane = static_cast<uint16_t>(plane);
   s.record.host = static_cast<uint16_t>(host);
   s.record.original_length = static_cast<uint32_t>(frame.size());

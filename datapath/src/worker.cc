@@ -369,7 +369,7 @@ bool FabricNode::release(Nanos now) {
     std::span<uint8_t> bytes = delay_.bytes(*held);
     if (pos.hop == emulator::Hop::kDelivered) {
       TxStaging& s = staging_[pos.plane * H + pos.to];
-      if (capture_) capture_->offer(CapturePoint::kFabricOut, pos.plane, pos.to, origin_ + now, bytes);
+      if (capture_) capture_->offer(CapturePoint::kFabricOut, pos.plane, pos.to, origin_ + now, bytes, 0, pos.marks);
       if (s.full()) flush_port(pos.plane, pos.to);
       if (!s.add(bytes)) stats_.tx_dropped_ring_full++;
       delay_.pop();
@@ -384,7 +384,11 @@ bool FabricNode::release(Nanos now) {
       delay_.pop();
       continue;
     }
-    if (dup >= 0) hold(delay_, dup, bytes, pos, stats_);
+    if (dup >= 0) {
+      emulator::FramePosition copy = pos;
+      copy.marks |= emulator::kMarkDuplicate;
+      hold(delay_, dup, bytes, copy, stats_);
+    }
     delay_.reschedule_top(at, pos);
   }
   for (uint32_t p = 0; p < P; ++p)

@@ -8,6 +8,18 @@
 
 namespace metaroce::emulator {
 
+std::string_view frame_marks_text(uint8_t marks, std::span<char, kFrameMarksTextBytes> buf) {
+  size_t n = 0;
+  for (const auto& [bit, name] : {std::pair{kMarkEcnCe, "ECN CE marked"}, std::pair{kMarkCorrupted, "corrupted"},
+                                  std::pair{kMarkReordered, "reordered"}, std::pair{kMarkDuplicate, "duplicate"}}) {
+    if (!(marks & bit)) continue;
+    for (const char* part : {n ? ", " : "", name})
+      for (const char* c = part; *c && n + 1 < buf.size(); ++c) buf[n++] = *c;
+  }
+  buf[n] = 0;
+  return {buf.data(), n};
+}
+
 std::optional<std::string> validate(const FabricConfig& c) {
   if (c.hosts < 2 || c.hosts > 1024) return "hosts: must be in [2, 1024] (got " + std::to_string(c.hosts) + ")";
   if (c.planes < 1 || c.planes > 64) return "planes: must be in [1, 64] (got " + std::to_string(c.planes) + ")";
@@ -102,6 +114,7 @@ DropCause Fabric::forward(FramePosition& pos, std::span<uint8_t> frame, Nanos no
   if (v.drop != DropCause::kNone) return v.drop;
   *at = v.deliver_at;
   *duplicate_at = v.duplicate_at;
+  pos.marks |= (v.ecn_marked ? kMarkEcnCe : 0) | (v.corrupted ? kMarkCorrupted : 0) | (v.reordered ? kMarkReordered : 0);
   pos.hop = static_cast<Hop>(static_cast<uint8_t>(pos.hop) + 1);
   return DropCause::kNone;
 }

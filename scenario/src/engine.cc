@@ -1,6 +1,7 @@
 // The scenario engine (engine.h): plans, the run loop, the report.
 #include "metaroce/scenario/engine.h"
 
+#include "metaroce/capture/limits.h"
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/units/units.h"
 
@@ -145,6 +146,52 @@ void add_fabric_columns(const std::vector<FabricSample>& samples, uint32_t plane
 
 }  // namespace
 
+std::string capture_file_name(size_t run, const std::string& run_label, const std::string& event_label) {
+  // Every other character becomes '-', runs of them one, none at the ends.
+  const auto clean = [](const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_';
+      if (ok) out += c;
+      else if (!out.empty() && out.back() != '-') out += '-';
+    }
+    while (!out.empty() && (out.back() == '-' || out.back() == '.')) out.pop_back();
+    return out;
+  };
+  char number[24];
+  std::snprintf(number, sizeof number, "%02zu", run);
+  std::string name = std::string(number) + "-" + clean(run_label);
+  const std::string event = clean(event_label);
+  if (!event.empty()) name += "-" + event;
+  const size_t room = capture::kMaxFileNameChars - 7;  // ".pcapng"
+  if (name.size() > room) name.resize(room);
+  return name + ".pcapng";
+}
+
+CaptureResult capture_result_for(const RunPlan& plan, const PlannedCapture& c) {
+  CaptureResult r;
+  r.run = plan.index;
+  r.run_label = plan.label;
+  r.event = c.label;
+  r.at_s = static_cast<double>(c.at_ns) / 1e9;
+  r.from_s = static_cast<double>(c.from_ns) / 1e9;
+  r.to_s = static_cast<double>(c.to_ns) / 1e9;
+  r.where = where_name(c.window.where);
+  r.planes = c.window.planes;
+  r.snap_length = c.window.snap_length;
+  return r;
+}
+
+std::vector<CaptureResult> Backend::capture_results(const RunPlan& plan) {
+  std::vector<CaptureResult> out;
+  for (const PlannedCapture& c : plan.captures) {
+    CaptureResult r = capture_result_for(plan, c);
+    r.note = "no packets captured: the " + mode() + " backend does not capture";
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 LinkSettings link_base(const Scenario& s) {
   LinkSettings b = s.base;
   b.rate_bps = s.link_rate_bps();
@@ -225,6 +272,27 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
       p.jobs.push_back(js);
     }
     p.sample_at_ns = bounds;
+    for (size_t e = 0; e < s.timeline.size(); ++e) {
+      const FaultEvent& ev = s.timeline[e];
+      if (!ev.capture) continue;
+      PlannedCapture c;
+      c.event = e;
+      c.label = ev.label;
+      c.at_ns = ev.at_ns;
+      c.from_ns = ev.at_ns - ev.capture->before_ns;
+      c.to_ns = ev.at_ns + ev.capture->after_ns;
+      c.window = *ev.capture;
+      std::string name = capture_file_name(p.index, p.label, ev.label);
+      // Two events of one label: the second file gets "-2" (and so on).
+      for (int k = 2; std::any_of(p.captures.begin(), p.captures.end(),
+                                  [&](const PlannedCapture& o) { return o.file == "captures/" + name; });
+           ++k)
+        name = capture_file_name(p.index, p.label, ev.label + " " + std::to_string(k));
+      c.file = "captures/" + name;
+      p.captures.push_back(std::move(c));
+    }
+    std::stable_sort(p.captures.begin(), p.captures.end(),
+                     [](const PlannedCapture& a, const PlannedCapture& b) { return a.from_ns < b.from_ns; });
     out.push_back(std::move(p));
   }
   return out;
@@ -252,21 +320,48 @@ std::vector<RunPlan> plans_for(const Scenario& s, std::optional<size_t> point) {
   return plans;
 }
 
+struct PlanOutcome {
+  std::vector<RunResult> runs;
+  std::vector<CaptureResult> captures;
+};
+
 // One planned run through one backend: its results (the engine's columns
 // added), and its progress lines through say.
-std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend& backend, const Progress& say) {
+PlanOutcome run_plan(const Scenario& s, const RunPlan& plan, Backend& backend, const Progress& say) {
   say("run " + std::to_string(plan.index) + "/" + std::to_string(plan.count) + ": " + plan.label + " (" +
       std::to_string(plan.jobs.size()) + (plan.jobs.size() > 1 ? " jobs" : " job") + ")");
   backend.prepare(plan);
   backend.start_jobs(plan);
   backend.start_timeline(plan);
 
-  // Interval by interval to the duration, then (live) on until every job has drained.
+  // Interval by interval to the duration, then (live) on until every job has
+  // drained. Capture windows are armed as early as they can be (the first
+  // now, each next one once the one before it has stopped), so that a slow
+  // control plane cannot shorten them, and stopped when the run reaches
+  // their end; the backend keeps only the frames inside each window.
   std::vector<FabricSample> samples{backend.sample_fabric()};
   bool stop_sent = false;
   Nanos t = 0;
+  size_t capture_next = 0;    // plan.captures[capture_next] is the next to arm
+  bool capture_open = false;  // plan.captures[capture_next - 1] is armed
+  const auto capture_due = [&](Nanos until) {
+    for (;;) {
+      if (capture_open) {
+        const PlannedCapture& c = plan.captures[capture_next - 1];
+        if (c.to_ns > until) return;
+        backend.run_until(c.to_ns);
+        backend.stop_capture(plan, c);
+        capture_open = false;
+      }
+      if (capture_next >= plan.captures.size()) return;
+      backend.start_capture(plan, plan.captures[capture_next++]);
+      capture_open = true;
+    }
+  };
+  capture_due(0);
   for (size_t k = 0;; ++k) {
     t = k < plan.sample_at_ns.size() ? plan.sample_at_ns[k] : t + s.interval_ns;
+    capture_due(t);
     const bool done = backend.run_until(t);
     samples.push_back(backend.sample_fabric());
     if (backend.real_time()) {
@@ -291,6 +386,9 @@ std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend&
     }
   }
 
+  // A run that ended early stops its open window; later ones never started.
+  if (capture_open) backend.stop_capture(plan, plan.captures[capture_next - 1]);
+
   std::vector<RunResult> results = backend.results(plan);
   for (RunResult& rr : results) {
     rr.sweep_parameter = plan.sweep_parameter;
@@ -301,7 +399,23 @@ std::vector<RunResult> run_plan(const Scenario& s, const RunPlan& plan, Backend&
     say("  " + rr.job + ": " + rr.state + " " + units::format_gbps(rr.goodput_bps, 3) + ", " +
         std::to_string(rr.retransmits) + " retransmits, verification " + rr.verification);
   }
-  return results;
+  std::vector<CaptureResult> captures = backend.capture_results(plan);
+  for (size_t i = 0; i < captures.size() && i < plan.captures.size(); ++i) {
+    CaptureResult& c = captures[i];
+    const std::string ended = "the run ended at " + fixed(static_cast<double>(t) / 1e9, 3) + " s";
+    if (t < plan.captures[i].from_ns) {
+      c.note = "not captured: " + ended + ", before the window began" + (c.note.empty() ? "" : "; " + c.note);
+      c.captured_from_s.reset();
+      c.captured_to_s.reset();
+    } else if (t < plan.captures[i].to_ns) {
+      c.note += (c.note.empty() ? "" : "; ") + ended + ", before the window's end";
+    }
+    say("  capture " + c.event + " [" + fixed(c.from_s, 3) + ", " + fixed(c.to_s, 3) + "] s: " +
+        (c.file.empty() ? std::string("no file") : c.file + ", " + std::to_string(c.frames) + " frames, " +
+                                                       std::to_string(c.frames_not_written) + " not written") +
+        (c.note.empty() ? "" : " (" + c.note + ")"));
+  }
+  return {std::move(results), std::move(captures)};
 }
 
 Report report_header(const Scenario& s, const Backend& backend, std::optional<size_t> point) {
@@ -330,8 +444,11 @@ Report run_scenario(const Scenario& s, Backend& backend, const Progress& progres
   };
   const std::vector<RunPlan> plans = plans_for(s, point);
   Report report = report_header(s, backend, point);
-  for (const RunPlan& plan : plans)
-    for (RunResult& rr : run_plan(s, plan, backend, say)) report.runs.push_back(std::move(rr));
+  for (const RunPlan& plan : plans) {
+    PlanOutcome o = run_plan(s, plan, backend, say);
+    for (RunResult& rr : o.runs) report.runs.push_back(std::move(rr));
+    for (CaptureResult& c : o.captures) report.captures.push_back(std::move(c));
+  }
   if (!point) report.assertions = evaluate_assertions(s, report.runs);
   return report;
 }
@@ -343,7 +460,7 @@ Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backe
   if (const std::string e = check_runnable(s, first->mode() == "live"); !e.empty()) throw std::invalid_argument(e);
   const std::vector<RunPlan> plans = plans_for(s, point);
   Report report = report_header(s, *first, point);
-  std::vector<std::vector<RunResult>> results(plans.size());
+  std::vector<PlanOutcome> results(plans.size());
   std::vector<std::vector<std::string>> lines(plans.size());
   std::vector<char> done(plans.size(), 0);
   std::atomic<size_t> next{0};
@@ -378,8 +495,10 @@ Report run_scenario_parallel(const Scenario& s, const BackendFactory& make_backe
   work(*backends[0]);
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-  for (std::vector<RunResult>& r : results)
-    for (RunResult& rr : r) report.runs.push_back(std::move(rr));
+  for (PlanOutcome& r : results) {
+    for (RunResult& rr : r.runs) report.runs.push_back(std::move(rr));
+    for (CaptureResult& c : r.captures) report.captures.push_back(std::move(c));
+  }
   if (!point) report.assertions = evaluate_assertions(s, report.runs);
   return report;
 }
@@ -449,6 +568,7 @@ std::optional<Report> merge_sweep_points(const std::vector<Report>& points, cons
   merged.point.reset();
   merged.runs.clear();
   merged.assertions.clear();
+  merged.captures.clear();
   for (size_t k = 0; k < n; ++k) {
     const Report& p = points[at[k]];
     merged.started_at = std::min(merged.started_at, p.started_at);  // ISO 8601 UTC: text order is time order
@@ -469,6 +589,7 @@ std::optional<Report> merge_sweep_points(const std::vector<Report>& points, cons
     if (r != p.runs.size())
       return fail(name(at[k]) + ": runs: " + std::to_string(p.runs.size()) + ", but point " + std::to_string(k) +
                   " plans " + std::to_string(r));
+    merged.captures.insert(merged.captures.end(), p.captures.begin(), p.captures.end());
   }
   merged.assertions = evaluate_assertions(s, merged.runs);
   return merged;

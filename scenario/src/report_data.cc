@@ -36,6 +36,15 @@
 //           "realtime_share": num, "realtime_demotions": uint } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
+//     "captures": [ {                     // capture windows (a timeline event's capture:), run by run
+//       "run": uint, "run_label": str, "event": str,   // the run's number (1-based) and label; the event's label
+//       "at_s", "from_s", "to_s": num,     // the event and the window asked for, scenario seconds
+//       "where": "fabric" | "endpoints" | "both", "planes": [uint] (empty: all), "snap_length": uint (0: whole frames),
+//       "file": str,                       // relative to the report's folder; "" when nothing was written
+//       "frames", "frames_not_written", "frames_truncated": uint,
+//       "captured_from_s", "captured_to_s": num,   // only when a capture ran: the time it covered
+//       "t0_unix_ns": uint,               // the run's t = 0 on the file's clock (live: wall clock; sim: 0)
+//       "sources": [str], "note": str } ],
 //     "assertions": [ { "text": str, "passed": bool, "detail": str,
 //                       "inconclusive": bool,      // within its resolution of the threshold
 //                       "known_issue": str,        // only when the file marks it: the open problem it fails on
@@ -208,6 +217,29 @@ ojson to_json(const Report& r, const Derived& d) {
     runs.push_back(std::move(o));
   }
   j["runs"] = std::move(runs);
+  ojson caps = ojson::array();
+  for (const CaptureResult& c : r.captures) {
+    ojson o{{"run", c.run},
+            {"run_label", c.run_label},
+            {"event", c.event},
+            {"at_s", num_or_null(c.at_s)},
+            {"from_s", num_or_null(c.from_s)},
+            {"to_s", num_or_null(c.to_s)},
+            {"where", c.where},
+            {"planes", c.planes},
+            {"snap_length", c.snap_length},
+            {"file", c.file},
+            {"frames", c.frames},
+            {"frames_not_written", c.frames_not_written},
+            {"frames_truncated", c.frames_truncated}};
+    if (c.captured_from_s) o["captured_from_s"] = num_or_null(*c.captured_from_s);
+    if (c.captured_to_s) o["captured_to_s"] = num_or_null(*c.captured_to_s);
+    o["t0_unix_ns"] = c.t0_unix_ns;
+    o["sources"] = c.sources;
+    o["note"] = c.note;
+    caps.push_back(std::move(o));
+  }
+  j["captures"] = std::move(caps);
   if (r.point) return j;  // a point is not judged
   ojson as = ojson::array();
   for (const auto& a : r.assertions) {
@@ -410,6 +442,37 @@ RunResult read_run(const json& o, const std::string& at) {
   return run;
 }
 
+CaptureResult read_capture(const json& o, const std::string& at) {
+  CaptureResult c;
+  c.run = get_uint(o, "run", at);
+  c.run_label = get_str(o, "run_label", at);
+  c.event = get_str(o, "event", at);
+  c.at_s = get_num(o, "at_s", at);
+  c.from_s = get_num(o, "from_s", at);
+  c.to_s = get_num(o, "to_s", at);
+  c.where = get_str(o, "where", at);
+  const json& planes = get_array(o, "planes", at);
+  for (size_t i = 0; i < planes.size(); ++i) {
+    if (!planes[i].is_number_unsigned()) throw ReadError(at + "/planes/" + std::to_string(i) + ": must be an unsigned integer");
+    c.planes.push_back(planes[i].get<uint32_t>());
+  }
+  c.snap_length = static_cast<uint32_t>(get_uint(o, "snap_length", at));
+  c.file = get_str(o, "file", at);
+  c.frames = get_uint(o, "frames", at);
+  c.frames_not_written = get_uint(o, "frames_not_written", at);
+  c.frames_truncated = get_uint(o, "frames_truncated", at);
+  if (o.contains("captured_from_s")) c.captured_from_s = get_num(o, "captured_from_s", at);
+  if (o.contains("captured_to_s")) c.captured_to_s = get_num(o, "captured_to_s", at);
+  c.t0_unix_ns = get_uint(o, "t0_unix_ns", at);
+  const json& sources = get_array(o, "sources", at);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!sources[i].is_string()) throw ReadError(at + "/sources/" + std::to_string(i) + ": must be a string");
+    c.sources.push_back(sources[i].get<std::string>());
+  }
+  c.note = get_str(o, "note", at);
+  return c;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ public
@@ -470,6 +533,10 @@ std::optional<Report> parse_report_json(const std::string& text, const std::stri
     }
     const json& runs = get_array(j, "runs", "");
     for (size_t i = 0; i < runs.size(); ++i) r.runs.push_back(read_run(runs[i], "/runs/" + std::to_string(i)));
+    if (j.contains("captures")) {  // reports before capture windows have none
+      const json& caps = get_array(j, "captures", "");
+      for (size_t i = 0; i < caps.size(); ++i) r.captures.push_back(read_capture(caps[i], "/captures/" + std::to_string(i)));
+    }
     if (!r.point) {
       const json& as = get_array(j, "assertions", "");
       for (size_t i = 0; i < as.size(); ++i) {

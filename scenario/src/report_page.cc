@@ -356,6 +356,47 @@ std::string report_html(const Report& r) {
   }
   h << "</section>\n";
 
+  // Packet captures: the windows around timeline events (capture:), linked.
+  if (!r.captures.empty()) {
+    h << "<section class=\"card\"><h2>Packet captures</h2><p class=\"note\">The frames around the timeline events "
+         "that asked for them (<code>capture:</code>), one pcapng file per run and window, next to this page. "
+         "Each frame's comment says where it was seen and what the emulator did to it (a drop's cause; ECN marks, "
+         "corruption, reordering and duplicates on the frames it delivered). Open them with Wireshark or "
+         "<code>tshark -r FILE -X lua_script:wireshark/metaroce.lua</code> (the MetaRoCE dissector). "
+         "&ldquo;not written&rdquo; counts frames the capture saw but could not write (its writer fell behind or "
+         "the disk refused them): the capture never slows the datapath down instead.</p>"
+         "<table><thead><tr><th>run</th><th>event</th><th class=\"n\">window (s)</th><th class=\"n\">covered (s)</th>"
+         "<th>where</th><th>file</th><th class=\"n\">frames</th><th class=\"n\">not written</th><th>note</th></tr>"
+         "</thead><tbody>\n";
+    for (size_t i = 0; i < r.captures.size(); ++i) {
+      const CaptureResult& c = r.captures[i];
+      const std::string p = "/captures/" + std::to_string(i) + "/";
+      std::string where = c.where;
+      if (!c.planes.empty()) {
+        where += ", planes";
+        for (uint32_t pl : c.planes) where += " " + std::to_string(pl);
+      }
+      if (c.snap_length) where += ", " + std::to_string(c.snap_length) + " bytes per frame";
+      if (!c.sources.empty()) {
+        where += " (";
+        for (size_t k = 0; k < c.sources.size(); ++k) where += (k ? ", " : "") + c.sources[k];
+        where += ")";
+      }
+      h << "<tr><td>" << c.run << ": " << esc(c.run_label) << "</td><td>" << esc(c.event) << " at "
+        << strf("%.3f", c.at_s) << " s</td><td class=\"n\">" << strf("[%.3f, %.3f]", c.from_s, c.to_s)
+        << "</td><td class=\"n\">"
+        << (c.captured_from_s && c.captured_to_s ? strf("[%.3f, %.3f]", *c.captured_from_s, *c.captured_to_s)
+                                                  : std::string("-"))
+        << "</td><td>" << esc(where) << "</td><td>"
+        << (c.file.empty() ? std::string("none") : "<a href=\"" + esc(c.file) + "\">" + esc(c.file) + "</a>")
+        << "</td><td class=\"n\">" << dk(p + "frames", "frames", static_cast<double>(c.frames))
+        << "</td><td class=\"n\">"
+        << dk(p + "frames_not_written", "frames_not_written", static_cast<double>(c.frames_not_written))
+        << "</td><td>" << esc(c.note) << "</td></tr>\n";
+    }
+    h << "</tbody></table></section>\n";
+  }
+
   // Fidelity: live runs only.
   bool any_measured = false;
   for (const auto& run : r.runs) any_measured |= run.fidelity.measured;

@@ -77,6 +77,16 @@ std::string summary_table(const Report& r) {
           out += "  " + p + "\n";
         }
   }
+  if (!r.captures.empty()) {
+    out += "\ncaptures:\n";
+    for (const CaptureResult& c : r.captures)
+      out += "  run " + std::to_string(c.run) + " " + c.event + " [" + strf("%.3f", c.from_s) + ", " + strf("%.3f", c.to_s) +
+             "] s: " +
+             (c.file.empty() ? std::string("no file")
+                             : c.file + ", " + std::to_string(c.frames) + " frames, " + std::to_string(c.frames_not_written) +
+                                   " not written") +
+             (c.note.empty() ? "" : " (" + c.note + ")") + "\n";
+  }
   if (r.assertions.empty()) {
     out += "\nno assertions\n";
   } else {

@@ -2,6 +2,7 @@
 // and what is allowed; check_runnable and plan_runs.
 #include "metaroce/scenario/scenario.h"
 
+#include "metaroce/capture/limits.h"
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
@@ -21,6 +22,15 @@
 #include <tuple>
 
 namespace metaroce::scenario {
+
+const char* where_name(CaptureWindow::Where w) {
+  switch (w) {
+    case CaptureWindow::Where::kFabric: return "fabric";
+    case CaptureWindow::Where::kEndpoints: return "endpoints";
+    case CaptureWindow::Where::kBoth: return "both";
+  }
+  return "?";
+}
 
 std::string format_sweep_value(const std::string& parameter, double v) {
   if (parameter == "loss") return units::format_percent(v, 4);
@@ -201,6 +211,7 @@ class Parser {
   void hosts(const YAML::Node& n, Scenario& s) const;
   Job job(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   FaultEvent fault(const YAML::Node& n, const std::string& key, const Scenario& s) const;
+  CaptureWindow capture_window(const YAML::Node& n, const std::string& key, const Scenario& s, Nanos at) const;
   Assertion assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   Sweep sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::Node>* value_nodes) const;
   void sim(const YAML::Node& n, Scenario& s) const;
@@ -375,7 +386,7 @@ std::string ramp_value(const std::string& field, double v) {
 FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scenario& s) const {
   const MapView m = map(n, key,
                         {"at", "action", "plane", "ecmp", "direction", "hosts", "label", "set", "period", "down_for",
-                         "field", "from", "to", "over", "steps"});
+                         "field", "from", "to", "over", "steps", "capture"});
   FaultEvent e;
   const std::string action = one_of(need(m, key, "action"), sub(key, "action"), {"set", "down", "up", "flap", "ramp"});
   e.action = action == "set"    ? FaultEvent::Action::kSet
@@ -466,6 +477,7 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
     }
     default: break;
   }
+  if (const auto* v = m.find("capture")) e.capture = capture_window(*v, sub(key, "capture"), s, e.at_ns);
   if (const auto* v = m.find("label")) {
     e.label = str(*v, sub(key, "label"));
     if (e.label.find('\n') != std::string::npos) fail(*v, sub(key, "label"), "must be one line");
@@ -489,6 +501,56 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
     }
   }
   return e;
+}
+
+CaptureWindow Parser::capture_window(const YAML::Node& n, const std::string& key, const Scenario& s, Nanos at) const {
+  if (!n.IsMap())
+    fail(n, key, "must be a mapping, e.g. {before: 50ms, after: 50ms, where: fabric} ({} takes the defaults; got " + text(n) + ")");
+  const MapView m = map(n, key, {"before", "after", "where", "planes", "snaplen"});
+  CaptureWindow w;
+  const auto d = [](Nanos t) { return units::format_duration_as_written(t); };
+  if (const auto* v = m.find("before")) {
+    const Nanos hi = std::min(at, kMaxCaptureWindowNs);
+    w.before_ns = duration(*v, sub(key, "before"), 0, kMaxCaptureWindowNs);
+    if (w.before_ns > hi)
+      fail(*v, sub(key, "before"),
+           "must be in [0, at] = [0, " + d(hi) + "]: the window cannot start before the run (got " + v->Scalar() + ")");
+  } else {
+    w.before_ns = std::min(w.before_ns, at);
+  }
+  const Nanos room = s.duration_ns - at;
+  if (const auto* v = m.find("after")) {
+    const Nanos hi = std::min(room, kMaxCaptureWindowNs);
+    w.after_ns = duration(*v, sub(key, "after"), 0, kMaxCaptureWindowNs);
+    if (w.after_ns > hi)
+      fail(*v, sub(key, "after"),
+           "must be in [0, duration - at] = [0, " + d(hi) + "]: the window must end by the run's duration (got " + v->Scalar() + ")");
+  } else {
+    w.after_ns = std::min(w.after_ns, room);
+  }
+  if (w.before_ns + w.after_ns < kMinCaptureWindowNs || w.before_ns + w.after_ns > kMaxCaptureWindowNs)
+    fail(n, key,
+         "before + after must be in [" + d(kMinCaptureWindowNs) + ", " + d(kMaxCaptureWindowNs) + "] (got " + d(w.before_ns) +
+             " + " + d(w.after_ns) + ")");
+  if (const auto* v = m.find("where")) {
+    const std::string where = one_of(*v, sub(key, "where"), {"fabric", "endpoints", "both"});
+    w.where = where == "fabric" ? CaptureWindow::Where::kFabric
+              : where == "endpoints" ? CaptureWindow::Where::kEndpoints
+                                     : CaptureWindow::Where::kBoth;
+  }
+  if (const auto* v = m.find("planes")) {
+    const std::string pk = sub(key, "planes");
+    sequence(*v, pk, 1, s.planes);
+    for (size_t i = 0; i < v->size(); ++i) {
+      const uint32_t p = static_cast<uint32_t>(uint((*v)[i], idx(pk, i), 0, s.planes - 1));
+      if (std::find(w.planes.begin(), w.planes.end(), p) != w.planes.end())
+        fail((*v)[i], idx(pk, i), "plane " + std::to_string(p) + " is listed twice");
+      w.planes.push_back(p);
+    }
+  }
+  if (const auto* v = m.find("snaplen"))
+    w.snap_length = static_cast<uint32_t>(size(*v, sub(key, "snaplen"), capture::kMinSnapLength, capture::kMaxSnapLength));
+  return w;
 }
 
 Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const {
@@ -742,12 +804,29 @@ Scenario Parser::parse(const std::string& text) {
     sequence(*v, "timeline", 0, 1000);
     for (size_t i = 0; i < v->size(); ++i) s.timeline.push_back(fault((*v)[i], idx("timeline", i), s));
   }
+  // Capture windows one at a time (a daemon writes one capture at once).
+  for (size_t i = 0; i < s.timeline.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const FaultEvent &a = s.timeline[i], &b = s.timeline[j];
+      if (!a.capture || !b.capture) continue;
+      const Nanos a0 = a.at_ns - a.capture->before_ns, a1 = a.at_ns + a.capture->after_ns;
+      const Nanos b0 = b.at_ns - b.capture->before_ns, b1 = b.at_ns + b.capture->after_ns;
+      const auto d = [](Nanos t) { return units::format_duration_as_written(t); };
+      if (a0 < b1 && b0 < a1)
+        fail((*m.find("timeline"))[i]["capture"], idx("timeline", i) + ".capture",
+             "its window [" + d(a0) + ", " + d(a1) + "] overlaps timeline[" + std::to_string(j) + "].capture's [" + d(b0) +
+                 ", " + d(b1) + "]; captures run one at a time, so windows must not overlap");
+    }
   if (s.sweep && s.sweep->parameter == "planes") {
     uint32_t needed = 1;
     size_t which = 0;
-    for (size_t i = 0; i < s.timeline.size(); ++i)
+    for (size_t i = 0; i < s.timeline.size(); ++i) {
       if (s.timeline[i].selector.plane && *s.timeline[i].selector.plane + 1 > needed)
         needed = *s.timeline[i].selector.plane + 1, which = i;
+      if (s.timeline[i].capture)
+        for (uint32_t p : s.timeline[i].capture->planes)
+          if (p + 1 > needed) needed = p + 1, which = i;
+    }
     for (size_t i = 0; i < s.sweep->values.size(); ++i)
       if (s.sweep->values[i] < needed)
         fail(sweep_value_nodes[i], idx("sweep.values", i),

@@ -2,16 +2,21 @@
 #include "metaroce/scenario/sim_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
+#include "metaroce/capture/frame_comment.h"
+#include "metaroce/capture/pcapng.h"
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/scenario.h"
 #include "metaroce/sim/simulator.h"
 #include "metaroce/sim/workload.h"
 #include "metaroce/transport/endpoint.h"
+#include "metaroce/units/units.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/rocev2.h"
 #include "metaroce/wire/udp_frame.h"
@@ -125,9 +130,16 @@ struct SimRun {
   std::vector<JobSnapshot> snaps;
 };
 
+// One capture window of a run in the simulator: the frames as the emulated
+// fabric takes, drops and delivers them, on the simulated clock.
+struct SimCapture {
+  std::unique_ptr<capture::PcapngWriter> writer;
+  CaptureResult result;
+};
+
 class SimBackend final : public Backend {
  public:
-  explicit SimBackend(const Scenario& s) : s_(s) {}
+  SimBackend(const Scenario& s, std::string out_dir) : s_(s), out_dir_(std::move(out_dir)) {}
   std::string mode() const override { return "sim"; }
   uint32_t planes() const override { return s_.planes; }
   bool real_time() const override { return false; }
@@ -148,6 +160,8 @@ class SimBackend final : public Backend {
     if (auto e = emulator::validate(fc)) throw std::invalid_argument("fabric: " + *e);
     run_.reset();
     run_ = std::make_unique<SimRun>(fc);
+    captures_.clear();
+    captures_.resize(plan.captures.size());
     t_ns_ = 0;
     run_->hosts = fc.hosts;
     run_->planes = fc.planes;
@@ -313,6 +327,102 @@ class SimBackend final : public Backend {
 
   void stop_jobs() override {}  // never needed: run_until ends every simulated run at its duration
 
+  // A window's frames (armed ahead: only those from c.from_ns to c.to_ns are
+  // kept): fabric points (in before the emulator, out after it
+  // with what it did, drops with their causes) and/or the hosts' ports (tx =
+  // the fabric's in, rx = its out: the simulator has no wire between them),
+  // one pcapng interface per source and plane, as the live merge names them.
+  void start_capture(const RunPlan& plan, const PlannedCapture& c) override {
+    SimCapture& cap = captures_.at(static_cast<size_t>(&c - plan.captures.data()));
+    cap.result = capture_result_for(plan, c);
+    if (out_dir_.empty()) {
+      cap.result.note = "no file: the run was given no output folder (scenario run --out)";
+      return;
+    }
+    const double scale = s_.sim.time_scale;
+    const bool fabric = c.window.where != CaptureWindow::Where::kEndpoints;
+    const bool endpoints = c.window.where != CaptureWindow::Where::kFabric;
+    const uint32_t P = run_->planes, H = run_->hosts;
+    const uint32_t snap = c.window.snap_length ? c.window.snap_length : capture::kDefaultSnapLength;
+    std::vector<capture::PcapngInterface> interfaces;  // fabric planes, then each host's planes
+    if (fabric)
+      for (uint32_t p = 0; p < P; ++p) interfaces.push_back({"fabric plane" + std::to_string(p), snap});
+    if (endpoints)
+      for (uint32_t h = 0; h < H; ++h)
+        for (uint32_t p = 0; p < P; ++p) interfaces.push_back({s_.host_order[h] + " plane" + std::to_string(p), snap});
+    const std::string path = out_dir_ + "/" + c.file;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    const std::string comment =
+        "metaroce-testbed simulator: scenario " + s_.name + ", run " + std::to_string(plan.index) + " (" + plan.label +
+        "), window [" + units::trimmed_fixed(cap.result.from_s, 6) + " s, " + units::trimmed_fixed(cap.result.to_s, 6) +
+        " s] of scenario time around \"" + c.label + "\". Timestamps are simulated time since the run's start "
+        "(shown as 1970-01-01 00:00:00); scenario time = simulated time / sim.time_scale (" + units::trimmed_fixed(scale, 6) +
+        "). Frames are the bytes the simulated endpoints sent (hosts 10.0.0.1, 10.0.0.2, ...) and the emulator's verdicts.";
+    cap.writer = std::make_unique<capture::PcapngWriter>(path, interfaces, "metarocectl " METAROCE_VERSION " (simulator)", comment);
+    if (!cap.writer->ok()) {
+      cap.result.note = "no file: " + cap.writer->error();
+      cap.writer.reset();
+      return;
+    }
+    cap.result.file = c.file;
+    cap.result.sources = {"simulator"};
+    cap.result.captured_from_s = cap.result.from_s;
+    uint64_t plane_mask = 0;
+    for (uint32_t p : c.window.planes) plane_mask |= 1ull << p;
+    if (c.window.planes.empty()) plane_mask = ~0ull;
+    capture::PcapngWriter* w = cap.writer.get();
+    const Nanos from = sc(c.from_ns), until = sc(c.to_ns);  // the window on the simulated clock
+    run_->sim.on_frame([w, fabric, endpoints, P, plane_mask, from, until](const sim::FrameEvent& e) {
+      if (e.at < from || e.at > until || !((plane_mask >> e.plane) & 1)) return;
+      std::array<char, capture::kFrameCommentBytes> buf;
+      std::array<char, emulator::kFrameMarksTextBytes> marks;
+      const auto put = [&](uint32_t interface, capture::CapturePoint point, const capture::FrameFate& fate) {
+        w->write(interface, static_cast<uint64_t>(e.at), e.frame,
+                 capture::frame_comment(point, static_cast<uint32_t>(e.host), fate, buf));
+      };
+      const uint32_t host_if = (fabric ? P : 0) + static_cast<uint32_t>(e.host) * P + e.plane;
+      using K = sim::FrameEvent::Kind;
+      using CP = capture::CapturePoint;
+      switch (e.kind) {
+        case K::kSent:
+          if (endpoints) put(host_if, CP::kEndpointTx, {});
+          if (fabric) put(e.plane, CP::kFabricIn, {});
+          break;
+        case K::kDropped:
+          if (fabric) put(e.plane, CP::kFabricDropped, {emulator::drop_cause_name(e.drop), {}});
+          break;
+        case K::kDelivered:
+          if (fabric) put(e.plane, CP::kFabricOut, {{}, emulator::frame_marks_text(e.marks, marks)});
+          if (endpoints) put(host_if, CP::kEndpointRx, {});
+          break;
+      }
+    });
+  }
+
+  void stop_capture(const RunPlan& plan, const PlannedCapture& c) override {
+    SimCapture& cap = captures_.at(static_cast<size_t>(&c - plan.captures.data()));
+    if (!cap.writer) return;
+    run_->sim.on_frame({});
+    cap.writer->flush();
+    const capture::PcapngCounters& k = cap.writer->counters();
+    cap.result.frames = k.frames_written;
+    cap.result.frames_not_written = k.frames_not_written;
+    cap.result.frames_truncated = k.frames_truncated;
+    cap.result.captured_to_s = std::min(cap.result.to_s, static_cast<double>(t_ns_) / 1e9);
+    cap.result.note = "simulated: timestamps are simulated time from the run's start (scenario time x " +
+                      units::trimmed_fixed(s_.sim.time_scale, 6) + ")";
+    cap.writer.reset();  // closes the file
+  }
+
+  std::vector<CaptureResult> capture_results(const RunPlan& plan) override {
+    std::vector<CaptureResult> out;
+    for (size_t i = 0; i < plan.captures.size(); ++i)
+      out.push_back(i < captures_.size() && captures_[i].result.run ? captures_[i].result
+                                                                    : capture_result_for(plan, plan.captures[i]));
+    return out;
+  }
+
   std::vector<RunResult> results(const RunPlan&) override {
     SimRun& r = *run_;
     std::vector<RunResult> out;
@@ -388,16 +498,19 @@ class SimBackend final : public Backend {
 
  private:
   const Scenario& s_;
+  std::string out_dir_;              // the report's folder (captures go under it); "" = none
   std::unique_ptr<SimRun> run_;
+  std::vector<SimCapture> captures_;  // by plan.captures index, for the current run
   Nanos t_ns_ = 0;
 };
 
 }  // namespace
 
 Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress, unsigned workers,
-                        std::optional<size_t> point) {
+                        std::optional<size_t> point, const std::string& out_dir) {
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
-  return run_scenario_parallel(s, [&s] { return std::make_unique<SimBackend>(s); }, workers, progress, point);
+  return run_scenario_parallel(s, [&s, &out_dir] { return std::make_unique<SimBackend>(s, out_dir); }, workers, progress,
+                               point);
 }
 
 }  // namespace metaroce::scenario

@@ -27,6 +27,12 @@ Route TwoHostFabric::forward(int from, uint8_t plane, std::span<uint8_t> frame, 
   r.to_host = 1 - from;
   r.deliver_at = v.deliver_at;
   r.duplicate_at = v.duplicate_at;
+  r.pos.from = static_cast<uint32_t>(from);
+  r.pos.to = static_cast<uint32_t>(1 - from);
+  r.pos.plane = plane;
+  r.pos.hop = emulator::Hop::kDelivered;
+  r.pos.marks = (v.ecn_marked ? emulator::kMarkEcnCe : 0) | (v.corrupted ? emulator::kMarkCorrupted : 0) |
+                (v.reordered ? emulator::kMarkReordered : 0);
   return r;
 }
 
@@ -126,7 +132,9 @@ void Simulator::service(int host) {
     const size_t n = ep.poll_tx_paced({burst, kBurst}, now_, ready_planes, [&](const transport::TxFrame& f) {
       Packet& pk = packets_[slots[sent]];
       pk.len = f.len;
-      route(slots[sent++], fabric_.forward(host, f.plane, {pk.data.data(), pk.len}, now_));
+      if (frame_observer_)
+        frame_observer_({FrameEvent::Kind::kSent, now_, host, f.plane, emulator::DropCause::kNone, 0, {pk.data.data(), pk.len}});
+      route(slots[sent++], fabric_.forward(host, f.plane, {pk.data.data(), pk.len}, now_), host, f.plane);
     });
     for (size_t i = n; i < kBurst; ++i) free_packets_.push_back(slots[i]);
     if (n < kBurst) break;
@@ -138,8 +146,13 @@ void Simulator::service(int host) {
   if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));
 }
 
-void Simulator::route(uint32_t slot, const Route& r) {
+void Simulator::route(uint32_t slot, const Route& r, int from, uint8_t plane) {
   if (r.drop != emulator::DropCause::kNone || r.to_host < 0 || r.to_host >= static_cast<int>(hosts_.size())) {
+    if (frame_observer_) {
+      const Packet& pk = packets_[slot];
+      const emulator::DropCause cause = r.drop != emulator::DropCause::kNone ? r.drop : emulator::DropCause::kNoRoute;
+      frame_observer_({FrameEvent::Kind::kDropped, now_, from, plane, cause, 0, {pk.data.data(), pk.len}});
+    }
     free_packets_.push_back(slot);
     return;
   }
@@ -151,6 +164,7 @@ void Simulator::route(uint32_t slot, const Route& r) {
     packets_[copy].len = packets_[slot].len;
     packets_[copy].in_transit = r.in_transit;
     packets_[copy].pos = r.pos;
+    packets_[copy].pos.marks |= emulator::kMarkDuplicate;
     std::memcpy(packets_[copy].data.data(), packets_[slot].data.data(), packets_[slot].len);
     push(r.duplicate_at, Kind::kDeliver, r.to_host, copy);
   }
@@ -167,9 +181,12 @@ void Simulator::run_until(Nanos t) {
         Packet& pk = packets_[e.index];
         if (pk.in_transit) {  // reached the next fabric hop
           const emulator::FramePosition pos = pk.pos;
-          route(e.index, fabric_.advance(pos, {pk.data.data(), pk.len}, now_));
+          route(e.index, fabric_.advance(pos, {pk.data.data(), pk.len}, now_), static_cast<int>(pos.from), pos.plane);
           break;
         }
+        if (frame_observer_)
+          frame_observer_({FrameEvent::Kind::kDelivered, now_, e.host, pk.pos.plane, emulator::DropCause::kNone, pk.pos.marks,
+                           {pk.data.data(), pk.len}});
         hosts_[e.host]->on_frame({pk.data.data(), pk.len}, now_);
         free_packets_.push_back(e.index);
         if (activity_) activity_(e.host);

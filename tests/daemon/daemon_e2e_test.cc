@@ -6,7 +6,10 @@
 // The TLS/TCP test uses the unprivileged UDP datapath on loopback and runs anywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/traffic.grpc.pb.h"
 #include "lab_daemons.h"
+#include "metaroce/capture/pcapng.h"
 
 using daemon_test::Ctl;
 using daemon_test::Lab;
@@ -309,6 +313,88 @@ TEST(DaemonE2E, CaptureWritesPcapngTheDissectorReads) {
     EXPECT_EQ(flagged.out, "") << "frames the dissector flags as malformed";
   }
   std::error_code ec;
+  fs::remove_all(captures, ec);
+}
+
+// A ring of files for long runs: the capture moves on to the next file at
+// the file size asked for and removes the oldest, so at most N are kept,
+// each a complete pcapng file; Capture.Read (metarocectl capture fetch)
+// copies a file byte for byte and refuses the one still being written.
+TEST(DaemonE2E, CaptureRingKeepsTheNewestFilesAndFetchCopiesThem) {
+  NEED_LAB();
+  const fs::path captures = fs::temp_directory_path() / ("mrring-" + std::to_string(getpid()));
+  setenv("METAROCE_CAPTURE_DIR", captures.c_str(), 1);  // the daemons inherit it
+  Lab lab;
+  const Ctl start = lab.ctl("fab", {"-o", "json", "capture", "start", "--file", "ring.pcapng", "--ring", "3",
+                                    "--ring-file-packets", "300", "--point", "fabric-in"});
+  ASSERT_EQ(start.status, 0) << start.err << start.out;
+  EXPECT_EQ(start.j()["files"], json::array({"ring-00001.pcapng"})) << start.out;
+  const json r = lab.run_job({"--op", "write", "--size", "16K", "--duration", "1s", "--paths", "4"});
+  EXPECT_EQ(r["state"], "JOB_STATE_DONE") << r.dump(2);
+  // The ring's current file is the one being written.
+  const Ctl running = lab.ctl("fab", {"-o", "json", "capture", "status"});
+  const json live = running.j();
+  ASSERT_TRUE(live["running"].get<bool>()) << running.out << "a ring has no bound of its own: it runs until stopped";
+  const std::string current = live["files"].back().get<std::string>();
+  const fs::path local = fs::temp_directory_path() / ("mrring-fetched-" + std::to_string(getpid()) + ".pcapng");
+  const Ctl busy = lab.ctl("fab", {"capture", "fetch", "--file", current, "--to", local.string()});
+  EXPECT_NE(busy.status, 0);
+  EXPECT_NE(busy.err.find("being written"), std::string::npos) << busy.err;
+  EXPECT_FALSE(fs::exists(local)) << "a failed fetch leaves no file";
+
+  const Ctl stop = lab.ctl("fab", {"-o", "json", "capture", "stop"});
+  ASSERT_EQ(stop.status, 0) << stop.err;
+  const json info = stop.j();
+  const uint64_t written = num(info["packets_written"]);
+  ASSERT_GT(written, 900u) << "enough frames for more than three files\n" << info.dump(2);
+  const json files = info["files"];
+  ASSERT_EQ(files.size(), 3u) << info.dump(2);
+  const uint64_t sequence_total = (written + 299) / 300;  // files begun
+  EXPECT_EQ(num(info["files_removed"]), sequence_total - 3) << info.dump(2);
+  std::vector<std::string> on_disk;
+  for (const auto& e : fs::directory_iterator(captures)) on_disk.push_back(e.path().filename().string());
+  std::sort(on_disk.begin(), on_disk.end());
+  std::vector<std::string> kept;
+  for (const auto& f : files) kept.push_back(f.get<std::string>());
+  EXPECT_EQ(on_disk, kept) << "the oldest files are removed";
+  char last[32];
+  std::snprintf(last, sizeof last, "ring-%05llu.pcapng", static_cast<unsigned long long>(sequence_total));
+  EXPECT_EQ(kept.back(), last);
+  uint64_t frames = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    std::string err;
+    const auto f = metaroce::capture::read_pcapng((captures / kept[i]).string(), &err);
+    ASSERT_TRUE(f) << err;
+    if (i + 1 < kept.size()) EXPECT_EQ(f->frames.size(), 300u) << kept[i];
+    else EXPECT_LE(f->frames.size(), 300u);
+    frames += f->frames.size();
+    for (const auto& fr : f->frames) EXPECT_EQ(fr.comment.rfind("fabric in", 0), 0u) << fr.comment;
+  }
+  EXPECT_EQ(frames, written - 300 * (sequence_total - 3));
+
+  // Fetch: the same bytes.
+  const Ctl fetch = lab.ctl("fab", {"capture", "fetch", "--file", kept[0], "--to", local.string()});
+  ASSERT_EQ(fetch.status, 0) << fetch.err;
+  const auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(slurp(local), slurp(captures / kept[0]));
+  const Ctl missing = lab.ctl("fab", {"capture", "fetch", "--file", "none.pcapng", "--to", local.string()});
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.err.find("NOT_FOUND"), std::string::npos) << missing.err;
+  const Ctl escape = lab.ctl("fab", {"capture", "fetch", "--file", "../etc.pcapng", "--to", local.string()});
+  EXPECT_EQ(escape.status, 3) << escape.err;
+  EXPECT_NE(escape.err.find("file: must be"), std::string::npos) << escape.err;
+
+  // The ring's flags are checked before anything starts.
+  const Ctl no_size = lab.ctl("fab", {"capture", "start", "--file", "r.pcapng", "--ring", "3"});
+  EXPECT_NE(no_size.status, 0);
+  EXPECT_NE(no_size.err.find("--ring"), std::string::npos) << no_size.err;
+  const Ctl one = lab.ctl("fab", {"capture", "start", "--file", "r.pcapng", "--ring", "1", "--ring-file-packets", "5"});
+  EXPECT_NE(one.status, 0) << one.out;
+  std::error_code ec;
+  fs::remove(local, ec);
   fs::remove_all(captures, ec);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "metaroce/datapath/capture_tap.h"
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/wire/metaroce.h"
 #include "metaroce/wire/rocev2.h"
@@ -117,9 +118,23 @@ TEST(CaptureTap, AFullRingCountsAndKeepsTheOldest) {
   EXPECT_EQ(r[0].time, 9);
 }
 
+// A window on the worker's clock: nothing before it, nothing after it.
+TEST(CaptureTap, KeepsOnlyFramesInsideItsTimeWindow) {
+  md::CaptureFilter f;
+  f.from = 100;
+  f.until = 200;
+  md::CaptureTap tap(f, 16);
+  for (metaroce::transport::Nanos t : {99, 100, 150, 200, 201}) tap.offer(CapturePoint::kEndpointRx, 0, 0, t, metaroce_frame(1, 2));
+  const auto r = drain(tap);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].time, 100);
+  EXPECT_EQ(r[2].time, 200);
+  EXPECT_EQ(tap.counters().filtered_out, 2u);
+}
+
 // The comment metaroced writes on each frame (and metaroce_netns_bench, to
-// measure the same work): the point, and at the fabric node the host and the
-// emulator's drop cause.
+// measure the same work): the point, and at the fabric node the host, the
+// emulator's drop cause and what it did to a frame it delivered.
 TEST(CaptureTap, CommentNamesThePointHostAndDropCause) {
   std::array<char, md::kCaptureCommentBytes> buf;
   md::CaptureRecord r;
@@ -130,6 +145,8 @@ TEST(CaptureTap, CommentNamesThePointHostAndDropCause) {
   EXPECT_EQ(md::capture_comment(r, buf), "fabric in (before the emulator), from host 2");
   r.point = CapturePoint::kFabricOut;
   EXPECT_EQ(md::capture_comment(r, buf), "fabric out (after the emulator), to host 2");
+  r.marks = metaroce::emulator::kMarkEcnCe | metaroce::emulator::kMarkDuplicate;
+  EXPECT_EQ(md::capture_comment(r, buf), "fabric out (after the emulator), to host 2; emulator: ECN CE marked, duplicate");
   r.point = CapturePoint::kFabricDropped;
   r.drop_cause = static_cast<uint8_t>(metaroce::emulator::DropCause::kRandomLoss);
   EXPECT_EQ(md::capture_comment(r, buf), "dropped by the emulator: random_loss, from host 2");

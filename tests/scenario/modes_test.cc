@@ -224,5 +224,76 @@ TEST(ScenarioModes, LiveJobsCarryTheScenariosTransportParameters) {
   }
 }
 
+// A capture window as the live backend asks for it: Capture.Start on each
+// daemon the window involves, with that daemon's points (one request with
+// every point for a daemon that is a host and the fabric node), the window's
+// planes and snap length, a file name of its own, and the window on the
+// daemons' wall clock from the fabric timeline's origin, which also ends it
+// if nobody stops it.
+TEST(ScenarioModes, CaptureWindowRequestsPerDaemon) {
+  std::string err;
+  const std::string yaml = R"(name: cw
+description: capture requests
+topology: {hosts: 3, planes: 4}
+hosts: {a: "unix:///a", b: "unix:///b", c: "unix:///c"}
+fabric: "unix:///a"
+duration: 3s
+jobs:
+  - {name: m, from: a, to: b}
+  - {name: r, from: c, to: b}
+timeline:
+  - {at: 1s, action: down, plane: 2, label: plane 2 down, capture: {before: 20ms, after: 80ms, where: both, planes: [2, 3], snaplen: 128}}
+  - {at: 2s, action: up, plane: 2, label: plane 2 up, capture: {}}
+)";
+  const auto s = parse_scenario_yaml(yaml, "cw.yaml", &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  const auto plans = plan_scenario(*s);
+  ASSERT_EQ(plans.size(), 2u);
+  const RunPlan& p = plans[0];  // job m: hosts a (also the fabric) and b
+  ASSERT_EQ(p.captures.size(), 2u);
+  const uint64_t origin = 1'700'000'000'000'000'000ull;
+  const auto both = metarocectl::live_capture_requests(*s, p, p.captures[0], origin);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].daemon, "a+fabric");
+  EXPECT_EQ(both[0].address, "unix:///a");
+  EXPECT_EQ(both[1].daemon, "b");
+  const v1::CaptureSpec& a = both[0].start.spec();
+  EXPECT_EQ(a.file(), "01-m-plane-2-down-a-fabric.pcapng");
+  ASSERT_EQ(a.points_size(), 5);
+  EXPECT_EQ(a.points(0), v1::CAPTURE_POINT_FABRIC_IN);
+  EXPECT_EQ(a.points(1), v1::CAPTURE_POINT_FABRIC_OUT);
+  EXPECT_EQ(a.points(2), v1::CAPTURE_POINT_FABRIC_DROPPED);
+  EXPECT_EQ(a.points(3), v1::CAPTURE_POINT_ENDPOINT_RX);
+  EXPECT_EQ(a.points(4), v1::CAPTURE_POINT_ENDPOINT_TX);
+  ASSERT_EQ(a.planes_size(), 2);
+  EXPECT_EQ(a.planes(0), 2u);
+  EXPECT_EQ(a.planes(1), 3u);
+  EXPECT_EQ(a.snap_length(), 128u);
+  EXPECT_EQ(a.start_unix_ns(), origin + 980'000'000u) << "at - before";
+  EXPECT_EQ(a.stop_unix_ns(), origin + 1'080'000'000u) << "at + after";
+  EXPECT_EQ(a.max_duration_ns(), 0u);
+  EXPECT_EQ(a.max_bytes(), kMaxCaptureBytesPerDaemon);
+  const v1::CaptureSpec& b = both[1].start.spec();
+  EXPECT_EQ(b.file(), "01-m-plane-2-down-b.pcapng");
+  ASSERT_EQ(b.points_size(), 2);
+  EXPECT_EQ(b.points(0), v1::CAPTURE_POINT_ENDPOINT_RX);
+  // The default window: the fabric node only, every plane, whole frames.
+  const auto fabric = metarocectl::live_capture_requests(*s, p, p.captures[1], origin);
+  ASSERT_EQ(fabric.size(), 1u);
+  EXPECT_EQ(fabric[0].daemon, "fabric");
+  EXPECT_EQ(fabric[0].start.spec().points_size(), 3);
+  EXPECT_EQ(fabric[0].start.spec().planes_size(), 0);
+  EXPECT_EQ(fabric[0].start.spec().snap_length(), 0u);
+  EXPECT_EQ(fabric[0].start.spec().start_unix_ns(), origin + 1'950'000'000u);
+  EXPECT_EQ(fabric[0].start.spec().stop_unix_ns(), origin + 2'050'000'000u);
+  // Run 2 (job r: hosts c and b): the run's hosts, not the scenario's.
+  const auto second = metarocectl::live_capture_requests(*s, plans[1], plans[1].captures[0], origin);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[0].daemon, "fabric");
+  EXPECT_EQ(second[1].daemon, "b");
+  EXPECT_EQ(second[2].daemon, "c");
+  EXPECT_EQ(second[2].start.spec().file(), "02-r-plane-2-down-c.pcapng");
+}
+
 }  // namespace
 }  // namespace metaroce::scenario

@@ -243,6 +243,65 @@ TEST(ReportJson, RoundTripsKeyFields) {
   EXPECT_EQ(text, ms::report_json(r));
 }
 
+// Capture windows: report.json lists each with its window and counts and
+// reads back; the page links each file (escaped) and shows its counts with
+// their JSON pointers; the terminal summary names each file.
+TEST(ReportJson, CapturesRoundTripAndAreLinked) {
+  ms::Report r = make_fault_report();
+  ms::CaptureResult c;
+  c.run = 1;
+  c.run_label = "metaroce";
+  c.event = "plane 1 <down>";
+  c.at_s = 2, c.from_s = 1.95, c.to_s = 2.05;
+  c.where = "both";
+  c.planes = {1};
+  c.snap_length = 128;
+  c.file = "captures/01-metaroce-plane-1-down.pcapng";
+  c.frames = 1234;
+  c.frames_not_written = 5;
+  c.frames_truncated = 1200;
+  c.captured_from_s = 1.951;
+  c.captured_to_s = 2.052;
+  c.t0_unix_ns = 1'700'000'000'123'456'789ull;
+  c.sources = {"h0+fabric", "h1"};
+  c.note = "wall-clock timestamps";
+  r.captures.push_back(c);
+  ms::CaptureResult none = c;
+  none.run = 2, none.file.clear(), none.frames = 0, none.captured_from_s.reset(), none.captured_to_s.reset();
+  none.note = "not captured: the run ended at 1.000 s, before the window began";
+  r.captures.push_back(none);
+  const auto j = nlohmann::json::parse(ms::report_json(r));
+  ASSERT_EQ(j["captures"].size(), 2u);
+  EXPECT_EQ(j["captures"][0]["file"], c.file);
+  EXPECT_EQ(j["captures"][0]["frames"], 1234);
+  EXPECT_EQ(j["captures"][0]["frames_not_written"], 5);
+  EXPECT_DOUBLE_EQ(j["captures"][0]["captured_to_s"].get<double>(), 2.052);
+  EXPECT_EQ(j["captures"][0]["t0_unix_ns"].get<uint64_t>(), 1'700'000'000'123'456'789ull);
+  EXPECT_FALSE(j["captures"][1].contains("captured_from_s"));
+  std::string err;
+  const auto back = ms::parse_report_json(ms::report_json(r), "r.json", &err);
+  ASSERT_TRUE(back) << err;
+  ASSERT_EQ(back->captures.size(), 2u);
+  EXPECT_EQ(ms::report_json(*back), ms::report_json(r)) << "every capture field reads back";
+  const std::string html = ms::report_html(r);
+  EXPECT_NE(html.find("<h2>Packet captures</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"captures/01-metaroce-plane-1-down.pcapng\">"), std::string::npos);
+  EXPECT_NE(html.find("plane 1 &lt;down&gt;"), std::string::npos);
+  EXPECT_NE(html.find("data-key=\"/captures/0/frames\""), std::string::npos);
+  EXPECT_NE(html.find("[1.950, 2.050]"), std::string::npos);
+  EXPECT_NE(html.find("[1.951, 2.052]"), std::string::npos);
+  const std::string table = ms::summary_table(r);
+  EXPECT_NE(table.find("run 1 plane 1 <down> [1.950, 2.050] s: captures/01-metaroce-plane-1-down.pcapng, 1234 frames, 5 "
+                       "not written"),
+            std::string::npos)
+      << table;
+  // A report without captures has no such section, and older report.json files (no "captures") still read.
+  EXPECT_EQ(ms::report_html(make_fault_report()).find("Packet captures"), std::string::npos);
+  auto old = nlohmann::json::parse(ms::report_json(make_fault_report()));
+  old.erase("captures");
+  EXPECT_TRUE(ms::parse_report_json(old.dump(), "old.json", &err)) << err;
+}
+
 TEST(ReportJson, FaultWindowDerived) {
   const auto j = nlohmann::json::parse(ms::report_json(make_fault_report()));
   const auto& d = j["derived"]["runs"][0];

@@ -2,6 +2,7 @@
 // changes, timelines, flapping, rate accuracy, ECN thresholds, replay by seed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -269,6 +270,35 @@ TEST(Link, EcnMarkingStartsAtTheThresholdAndRedIsProportional) {
   // Expected mark probability rises linearly with backlog: ~0.245 in the first half, ~0.745 in the second.
   EXPECT_NEAR(marks_low / 10000.0, 0.245, 0.03);
   EXPECT_NEAR(marks_high / 10000.0, 0.745, 0.03);
+}
+
+// A frame's position collects what each hop did to it (FrameMark), so a
+// capture after the emulator can say so: ECN CE where a queue marked it,
+// corrupted, reordered; and the marks read as words.
+TEST(Fabric, PositionCarriesWhatTheHopsDidToTheFrame) {
+  FabricConfig c = two_hosts(1, 1);
+  c.port.ecn_threshold_bytes = 1;  // a frame queued behind another at the uplink is marked
+  Fabric f(c);
+  auto first = frame(40000), second = frame(40000);
+  FramePosition a, b;
+  ASSERT_GE(send(f, 0, 0, first, 0, &a), 0);
+  ASSERT_GE(send(f, 0, 0, second, 0, &b), 0);
+  EXPECT_EQ(a.marks, 0);
+  EXPECT_EQ(b.marks, kMarkEcnCe);
+  EXPECT_EQ(wire::frame_ecn(second), wire::Ecn::kCe);
+
+  FabricConfig bad = two_hosts(1, 1);
+  bad.ecmp.corrupt_probability = 1.0;
+  Fabric g(bad);
+  auto fr = frame(40000);
+  FramePosition p;
+  ASSERT_GE(send(g, 0, 0, fr, 0, &p), 0);
+  EXPECT_EQ(p.marks, kMarkCorrupted);
+
+  std::array<char, kFrameMarksTextBytes> buf;
+  EXPECT_EQ(frame_marks_text(0, buf), "");
+  EXPECT_EQ(frame_marks_text(kMarkEcnCe | kMarkCorrupted | kMarkReordered | kMarkDuplicate, buf),
+            "ECN CE marked, corrupted, reordered, duplicate");
 }
 
 TEST(Fabric, SameSeedReplaysBitForBit) {

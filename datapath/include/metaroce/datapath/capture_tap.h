@@ -12,21 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "metaroce/capture/frame_comment.h"
 #include "metaroce/transport/types.h"
 
 namespace metaroce::datapath {
 
 using transport::Nanos;
 
-// Where a frame was seen.
-enum class CapturePoint : uint8_t {
-  kEndpointRx,    // an endpoint read it from its port
-  kEndpointTx,    // an endpoint handed it to its port
-  kFabricIn,      // the fabric node read it from a host's port, before the emulator
-  kFabricOut,     // the fabric node sent it to a host's port, after the emulator
-  kFabricDropped, // the emulator dropped it (the cause is kept)
-};
-const char* capture_point_name(CapturePoint p);
+// Where a frame was seen (capture/frame_comment.h).
+using capture::CapturePoint;
 
 struct CaptureFilter {
   uint64_t planes = ~0ull;          // bit p: plane p
@@ -35,6 +29,10 @@ struct CaptureFilter {
   uint16_t udp_port = 0;            // nonzero: only UDP frames with this source or destination port
   uint32_t connection = 0;          // nonzero: MetaRoCE frames to or from this connection id, RoCEv2 frames to this QP
   uint32_t snap_length = 9216;      // bytes kept of each frame (9216: a worker's largest frame, all of it)
+  // Only frames seen in [from, until] (CLOCK_MONOTONIC): a tap armed ahead
+  // of a window keeps nothing before it, and nothing after it however late
+  // it is taken off.
+  Nanos from = 0, until = INT64_MAX;
   bool wants(CapturePoint p) const;
 };
 
@@ -43,6 +41,7 @@ struct CaptureRecord {
   Nanos time = 0;                   // CLOCK_MONOTONIC
   CapturePoint point = CapturePoint::kEndpointRx;
   uint8_t drop_cause = 0;           // emulator::DropCause, for kFabricDropped
+  uint8_t marks = 0;                // emulator::FrameMark bits, for kFabricOut
   uint16_t plane = 0;
   uint16_t host = 0;                // fabric node: the host the frame came from (in, dropped) or goes to (out)
   uint32_t original_length = 0;
@@ -50,14 +49,15 @@ struct CaptureRecord {
 };
 
 // Room for the longest capture_comment.
-inline constexpr size_t kCaptureCommentBytes = 128;
+inline constexpr size_t kCaptureCommentBytes = capture::kFrameCommentBytes;
 
-// The pcapng comment on a kept frame: its capture point and, at the fabric
-// node, the host it came from or goes to and, for a drop, the emulator's cause
-// ("dropped by the emulator: random_loss, from host 1"). Written into buf,
-// cut to fit: the thread that drains a tap formats one per frame, so metaroced
-// and metaroce_netns_bench (which measures what a capture costs) share this
-// and it allocates nothing.
+// The pcapng comment on a kept frame (capture::frame_comment): its capture
+// point and, at the fabric node, the host it came from or goes to, for a drop
+// the emulator's cause ("dropped by the emulator: random_loss, from host 1"),
+// and for a frame the emulator delivered what it did to it ("...; emulator:
+// ECN CE marked"). Written into buf, cut to fit: the thread that drains a tap
+// formats one per frame, so metaroced and metaroce_netns_bench (which
+// measures what a capture costs) share this and it allocates nothing.
 std::string_view capture_comment(const CaptureRecord& r, std::span<char, kCaptureCommentBytes> buf);
 
 struct CaptureCounters {
@@ -75,7 +75,7 @@ class CaptureTap {
 
   // Worker thread only.
   void offer(CapturePoint point, uint32_t plane, uint32_t host, Nanos time, std::span<const uint8_t> frame,
-             uint8_t drop_cause = 0);
+             uint8_t drop_cause = 0, uint8_t marks = 0);
 
   // Consumer thread only: hands every kept frame, oldest first, to f(const
   // CaptureRecord&) and frees its slot; returns how many.

@@ -38,7 +38,21 @@ struct FramePosition {
   Hop hop = Hop::kUplink;
   uint16_t ecmp = 0;
   bool to_known = false;  // the caller routed it (e.g. by MAC): do not route by IPv4
+  uint8_t marks = 0;      // FrameMark bits: what the hops so far did to the frame (forward() sets them)
 };
+
+// What a hop did to a frame it delivered, kept in FramePosition::marks so that
+// a capture after the emulator can say so in the frame's comment.
+enum FrameMark : uint8_t {
+  kMarkEcnCe = 1,      // the hop set ECN CE (queue above the threshold, or RED)
+  kMarkCorrupted = 2,  // the hop flipped a bit (the receiver's CRC check drops it)
+  kMarkReordered = 4,  // the hop held it back or let it overtake (netem reorder)
+  kMarkDuplicate = 8,  // this is the copy a hop duplicated
+};
+// The marks as words ("ECN CE marked, corrupted"), written into buf and cut to
+// fit; "" for none. Allocates nothing (called per captured frame).
+inline constexpr size_t kFrameMarksTextBytes = 64;
+std::string_view frame_marks_text(uint8_t marks, std::span<char, kFrameMarksTextBytes> buf);
 
 struct FabricConfig {
   uint32_t hosts = 2;
@@ -118,7 +132,9 @@ class Fabric {
   // and *at is when it reaches the next hop (or the host, when pos.hop becomes
   // kDelivered). For a first hop pos.from and pos.plane must be set; pos.to and
   // the ECMP link are derived from the frame. A duplicate, if the hop made one,
-  // is reported in *duplicate_at (>= 0) and follows the same route.
+  // is reported in *duplicate_at (>= 0) and follows the same route (the caller
+  // gives the copy pos.marks | kMarkDuplicate). What the hop did to the frame
+  // is added to pos.marks.
   DropCause forward(FramePosition& pos, std::span<uint8_t> frame, Nanos now, Nanos* at, Nanos* duplicate_at);
 
   // Back-pressure of a host's port on a plane.

@@ -79,6 +79,22 @@ struct FlowEnds {
 std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, uint32_t ecmp_links,
                                         const FlowEnds& ends);
 
+// A capture window of a run: from from_ns to to_ns (scenario time of the
+// run), around the timeline event `event` (index in Scenario::timeline).
+struct PlannedCapture {
+  size_t event = 0;
+  std::string label;              // the event's label
+  Nanos at_ns = 0, from_ns = 0, to_ns = 0;
+  CaptureWindow window;
+  // Where the backend writes it, relative to the report's folder:
+  // "captures/<run>-<run label>-<event label>.pcapng" (capture_file_name).
+  std::string file;
+};
+
+// The file name of a run's capture window: letters, digits, '.', '_', '-' only,
+// at most capture::kMaxFileNameChars, e.g. "01-metaroce-plane-1-down.pcapng".
+std::string capture_file_name(size_t run, const std::string& run_label, const std::string& event_label);
+
 struct RunPlan {
   size_t index = 0;               // 1-based, in plan order
   size_t count = 0;               // runs in the scenario
@@ -92,6 +108,7 @@ struct RunPlan {
   std::vector<FabricChange> timeline;  // in time order, from when every job sends
   std::vector<JobSpec> jobs;
   std::vector<Nanos> sample_at_ns;     // interval ends: interval, 2 x interval, ..., duration
+  std::vector<PlannedCapture> captures; // in time order, never overlapping
 };
 
 // Every run of a scenario, in order. A sweep runs value by value, so a
@@ -139,7 +156,25 @@ class Backend {
   virtual std::vector<RunResult> results(const RunPlan& plan) = 0;
   // Printed while a run goes, one line per interval (live runs take seconds).
   virtual bool real_time() const = 0;
+
+  // Capture windows. The engine arms each window ahead of it with
+  // start_capture (the first when the timeline starts, each next one once the
+  // one before it has stopped), so that a slow control plane cannot shorten
+  // it; the backend keeps exactly the frames from c.from_ns to c.to_ns of the
+  // run's time. stop_capture comes once the run has reached c.to_ns, or has
+  // ended first; every armed window is stopped. After results(),
+  // capture_results gives one result per plan.captures entry (in order) and
+  // has written the files it names into the report's folder. A backend that
+  // captures nothing says so in each result's note: a window is never
+  // silently dropped.
+  virtual void start_capture(const RunPlan& plan, const PlannedCapture& c) { (void)plan, (void)c; }
+  virtual void stop_capture(const RunPlan& plan, const PlannedCapture& c) { (void)plan, (void)c; }
+  virtual std::vector<CaptureResult> capture_results(const RunPlan& plan);
 };
+
+// A capture result with the window's facts filled in from the plan (run,
+// labels, window, where, planes, snap length) and nothing captured yet.
+CaptureResult capture_result_for(const RunPlan& plan, const PlannedCapture& c);
 
 using Progress = std::function<void(const std::string&)>;
 

@@ -52,6 +52,28 @@ struct Selector {
   std::optional<uint32_t> host_a, host_b;
 };
 
+// A packet capture around a timeline event (the event's `capture:` key): the
+// frames from at - before to at + after, live from the daemons' capture
+// points (Capture API), in the simulator from its emulated fabric. Ranges
+// are checked where the file is parsed; the defaults are here.
+constexpr Nanos kDefaultCaptureBeforeNs = 50'000'000;
+constexpr Nanos kDefaultCaptureAfterNs = 50'000'000;
+constexpr Nanos kMinCaptureWindowNs = 1'000'000;        // before + after
+constexpr Nanos kMaxCaptureWindowNs = 10'000'000'000;
+// A live window's capture stops at this many file bytes on each daemon
+// (the report then says it ended early): bounds the daemons' disks and the
+// merge into one file, which holds every frame in memory.
+constexpr uint64_t kMaxCaptureBytesPerDaemon = 256ull << 20;
+struct CaptureWindow {
+  Nanos before_ns = kDefaultCaptureBeforeNs, after_ns = kDefaultCaptureAfterNs;
+  // fabric: the fabric node's points (before and after the emulator, and its
+  // drops with their causes); endpoints: the run's hosts' ports (tx, rx); both.
+  enum class Where { kFabric, kEndpoints, kBoth } where = Where::kFabric;
+  std::vector<uint32_t> planes;     // empty: every plane
+  uint32_t snap_length = 0;         // bytes kept per frame; 0: whole frames (capture/limits.h)
+};
+const char* where_name(CaptureWindow::Where w);
+
 struct FaultEvent {
   enum class Action { kSet, kDown, kUp, kFlap, kRamp } action = Action::kSet;
   Nanos at_ns = 0;
@@ -63,6 +85,7 @@ struct FaultEvent {
   Nanos ramp_duration_ns = 0;
   uint32_t ramp_steps = 10;
   std::string label;                // shown on the plots ("plane 1 down")
+  std::optional<CaptureWindow> capture;  // frames around `at`, into the run's output folder
 };
 
 struct Job {
@@ -258,6 +281,32 @@ struct RunResult {
   Fidelity fidelity;                // live: the datapath over this run (and those run with it)
 };
 
+// What one capture window of one run wrote (report.json "captures").
+struct CaptureResult {
+  size_t run = 0;                   // the run's number (1-based, plan order)
+  std::string run_label;            // "metaroce loss=1%"
+  std::string event;                // the timeline event's label
+  double at_s = 0, from_s = 0, to_s = 0;  // the window asked for, scenario seconds
+  std::string where;                // fabric | endpoints | both
+  std::vector<uint32_t> planes;     // empty: every plane
+  uint32_t snap_length = 0;         // 0: whole frames
+  std::string file;                 // relative to the report's folder; "" when nothing was written
+  uint64_t frames = 0;              // frames in the file
+  uint64_t frames_not_written = 0;  // matching frames the capture could not write (writer behind, disk)
+  uint64_t frames_truncated = 0;    // cut to snap_length
+  // The time the capture covered, scenario seconds of the run (live: when the
+  // daemons started and stopped capturing, on metarocectl's clock; sim: the
+  // window itself, the simulator being exact). Unset when nothing ran.
+  std::optional<double> captured_from_s, captured_to_s;
+  // The run's t = 0 on the file's clock, ns: live, the daemons' wall clock
+  // (the instant the fabric's timeline counts from); in the simulator 0 (its
+  // timestamps are simulated time from the run's start, scenario time x
+  // sim.time_scale).
+  uint64_t t0_unix_ns = 0;
+  std::vector<std::string> sources; // what the frames were captured on ("fabric", "h0", "simulator")
+  std::string note;                 // how to read the file, or why nothing (or not all) was captured
+};
+
 struct AssertionResult {
   std::string text;
   bool passed = false;
@@ -298,6 +347,7 @@ struct Report {
   std::optional<SweepPoint> point;  // set: only this sweep point ran, nothing is judged (no assertions)
   std::vector<RunResult> runs;
   std::vector<AssertionResult> assertions;
+  std::vector<CaptureResult> captures;  // the scenario's capture windows, run by run
   bool passed() const {
     for (const auto& a : assertions)
       if (!a.passed) return false;

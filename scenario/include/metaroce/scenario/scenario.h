@@ -41,9 +41,13 @@ std::vector<PlannedRun> plan_runs(const Scenario& s);
 // evaluates its assertions. progress (may be empty) gets a line per run.
 // Independent runs (sweep points, transports) go on up to `workers` threads
 // at once (0: one per core); the report is the same whatever the number.
-// With `point`, only that sweep point (run_scenario in engine.h).
+// With `point`, only that sweep point (run_scenario in engine.h). The
+// scenario's capture windows are written under out_dir (the report's folder:
+// out_dir/captures/*.pcapng, from the simulator's own frames on its clock);
+// with no out_dir the report says no file was written.
 Report run_scenario_sim(const Scenario& s, const std::function<void(const std::string&)>& progress = {},
-                        unsigned workers = 0, std::optional<size_t> point = std::nullopt);
+                        unsigned workers = 0, std::optional<size_t> point = std::nullopt,
+                        const std::string& out_dir = {});
 
 // Assertions over finished runs (the same thresholds live and in the simulator).
 std::vector<AssertionResult> evaluate_assertions(const Scenario& s, const std::vector<RunResult>& runs);

@@ -103,6 +103,18 @@ class EmulatedFabric final : public Fabric {
   std::optional<emulator::TimelineRunner> runner_;
 };
 
+// A frame as the fabric takes it from a host, drops it, or delivers it to a
+// host (for packet captures; timestamps on the simulated clock).
+struct FrameEvent {
+  enum class Kind : uint8_t { kSent, kDropped, kDelivered } kind = Kind::kSent;
+  Nanos at = 0;
+  int host = 0;                 // kSent, kDropped: the sending host; kDelivered: the receiving one
+  uint8_t plane = 0;
+  emulator::DropCause drop = emulator::DropCause::kNone;  // kDropped
+  uint8_t marks = 0;            // kDelivered: emulator::FrameMark bits of what the fabric did to it
+  std::span<const uint8_t> frame;  // kSent: before the fabric touched it; else as it is now
+};
+
 class Simulator {
  public:
   explicit Simulator(Fabric& fabric);
@@ -118,6 +130,9 @@ class Simulator {
   void kick(int host);
   // Called after a host received frames or completions may be ready.
   void on_host_activity(std::function<void(int host)> fn) { activity_ = std::move(fn); }
+  // Every frame sent into, dropped by or delivered out of the fabric, as it
+  // happens (captures); empty to stop. Off, it costs one test per event.
+  void on_frame(std::function<void(const FrameEvent&)> fn) { frame_observer_ = std::move(fn); }
 
   void run_until(Nanos t);
   uint64_t events_processed() const { return events_; }
@@ -138,7 +153,8 @@ class Simulator {
     bool in_transit = false;  // at a fabric hop, not yet at a host
     emulator::FramePosition pos;
   };
-  void route(uint32_t slot, const Route& r);
+  // from/plane: the frame's sender and plane, for a drop's FrameEvent.
+  void route(uint32_t slot, const Route& r, int from, uint8_t plane);
 
   void push(Nanos at, Kind k, int host, uint32_t index);
   uint32_t alloc_packet();
@@ -153,6 +169,7 @@ class Simulator {
   std::vector<uint32_t> free_packets_;
   std::vector<std::function<void()>> controls_;
   std::function<void(int)> activity_;
+  std::function<void(const FrameEvent&)> frame_observer_;
   std::vector<uint32_t> tx_slots_;
   Nanos now_ = 0;
   uint64_t seq_ = 0, events_ = 0;
