@@ -22,6 +22,14 @@ daemon="$build/daemon/metaroced"
 [ -x "$ctl" ] && [ -x "$daemon" ] || { echo "run-scenario: build first (bash scripts/build.sh)" >&2; exit 2; }
 
 topo="$("$ctl" -o json scenario validate "$scenario")"
+# A scenario only the simulator runs (a clos topology: the live fabric node
+# emulates the full mesh) is refused before any lab is built, with the reason.
+sim_only="$(python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["sim_only_reason"] if j["sim_only"] else "")' <<<"$topo")"
+if [ -n "$sim_only" ]; then
+  echo "run-scenario: not run live: $sim_only" >&2
+  echo "run-scenario: in the simulator: $ctl scenario run $scenario --sim --out $out" >&2
+  exit 2
+fi
 hosts="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["hosts"])' <<<"$topo")"
 planes="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["planes"])' <<<"$topo")"
 ecmp="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["topology"]["ecmp_links"])' <<<"$topo")"

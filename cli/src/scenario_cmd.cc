@@ -134,6 +134,7 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
   if (json) {
     nlohmann::json j = {{"name", s.name},         {"valid", true},          {"runs", runs.size()}, {"sweep_points", ms::sweep_points(s)},
                         {"live_ok", live.empty()}, {"live_problem", live},   {"sim_ok", sim.empty()},
+                        {"sim_only", !ms::sim_only_reason(s).empty()}, {"sim_only_reason", ms::sim_only_reason(s)},
                         {"sim_problem", sim},      {"jobs", s.jobs.size()},  {"timeline_events", s.timeline.size()},
                         {"assertions", s.assertions.size()}, {"hosts", s.host_order},
                         {"topology",
@@ -141,10 +142,25 @@ int cmd_scenario_validate(const ScenarioFlags& f, bool json) {
                           {"planes", s.planes},
                           {"ecmp_links", s.ecmp_links},
                           {"mtu_payload", s.mtu_payload},
-                          {"link_rate_bps", *link.rate_bps},
+                          {"link_rate_bps", s.link_rate_bps()},
                           {"link_queue_limit_bytes", *link.queue_limit_bytes},
                           {"link_ecn_threshold_bytes", *link.ecn_threshold_bytes},
                           {"link_delay_ns", s.base.delay_ns.value_or(0)}}}};
+    if (s.clos) {  // the full mesh's keys stay as they were; a clos adds its shape
+      const ms::ClosTopology& c = *s.clos;
+      nlohmann::json& t = j["topology"];
+      t["kind"] = "clos";
+      t["hosts_per_leaf"] = c.hosts_per_leaf;
+      t["leaves"] = c.leaves(s.hosts_count);
+      t["spines"] = c.spines;
+      t["host_rate_bps"] = c.host_rate_bps;
+      t["leaf_spine_rate_bps"] = c.leaf_spine_rate_bps();
+      t["host_delay_ns"] = c.host_delay_ns;
+      t["leaf_spine_delay_ns"] = c.spine_delay_ns;
+      t["oversubscription"] = c.oversubscription();
+      t["withdraw_after_ns"] = c.withdraw_after_ns;
+      t["remote_withdraw_after_ns"] = c.remote_withdraw_after_ns;
+    }
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s: valid: %zu jobs, %zu runs, %zu timeline events, %zu assertions\n", f.file.c_str(), s.jobs.size(),

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "metaroce/datapath/dpdk_device_name.h"
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/lab/config.h"
 #include "metaroce/units/units.h"
 
@@ -416,8 +417,15 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     const YAML::Node n = root["fabric"];
     if (n) {
       r.expect_map(n, "fabric",
-                   {"datapath", "hosts", "planes", "ecmp_links", "interfaces", "netns", "host_macs", "frame_size", "eal_args",
-                    "port", "ecmp", "seed", "busy_poll", "realtime_share", "worker_cpu"});
+                   {"datapath", "topology", "hosts", "planes", "ecmp_links", "interfaces", "netns", "host_macs", "frame_size",
+                    "eal_args", "port", "ecmp", "seed", "busy_poll", "realtime_share", "worker_cpu"});
+      // The fabric node emulates the full mesh only: its link snapshots, the
+      // API's link selectors and the lab wiring know host pairs and ECMP
+      // links, not leaves and spines. A clos topology runs in the simulator.
+      if (n["topology"] && r.str(n["topology"], "fabric.topology") != emulator::topology_name(emulator::Topology::kMesh))
+        r.fail(n["topology"], "fabric.topology",
+               "the fabric node emulates the full mesh only (mesh; got " + n["topology"].Scalar() +
+                   "): a clos topology runs in the simulator (metarocectl scenario run FILE --sim)");
       if (n["datapath"]) f.datapath = r.one_of(n["datapath"], "fabric.datapath", {"afxdp", "dpdk"});
       if (n["hosts"]) f.hosts = static_cast<uint32_t>(r.uint(n["hosts"], "fabric.hosts", 2, 64));
       if (n["planes"]) f.planes = static_cast<uint32_t>(r.uint(n["planes"], "fabric.planes", 1, 16));

@@ -3,6 +3,7 @@
 
 #include "metaroce/capture/limits.h"
 #include "metaroce/emulator/fabric.h"
+#include "metaroce/scenario/sim_backend.h"
 #include "metaroce/units/units.h"
 
 #include <algorithm>
@@ -34,7 +35,7 @@ uint16_t port_on_link(wire::UdpFlow flow, uint32_t start, uint32_t want, uint32_
 }  // namespace
 
 std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, uint32_t ecmp_links,
-                                        const FlowEnds& ends) {
+                                        const FlowEnds& ends, uint32_t first_link) {
   const uint32_t P = std::max<uint32_t>(1, planes), K = std::max<uint32_t>(1, ecmp_links);
   wire::UdpFlow flow;
   flow.src_ip = ends.src_ip;
@@ -46,12 +47,19 @@ std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, ui
   std::vector<uint16_t> ports;
   for (uint32_t c = 0; c < spec.connections; ++c) {
     if (spec.rocev2()) {
-      ports.push_back(port_on_link(flow, start(0, c), (c / P) % K, K, ends.hash_seed));
+      ports.push_back(port_on_link(flow, start(0, c), (c / P + first_link) % K, K, ends.hash_seed));
       continue;
     }
-    for (uint32_t i = 0; i < spec.paths; ++i) ports.push_back(port_on_link(flow, start(c, i), (i / P) % K, K, ends.hash_seed));
+    for (uint32_t i = 0; i < spec.paths; ++i)
+      ports.push_back(port_on_link(flow, start(c, i), (i / P + first_link) % K, K, ends.hash_seed));
   }
   return ports;
+}
+
+uint32_t clos_first_spine(const JobSpec& spec, uint32_t planes) {
+  const uint32_t P = std::max<uint32_t>(1, planes);
+  const uint32_t flows = spec.rocev2() ? spec.connections : spec.paths;
+  return spec.src * std::max<uint32_t>(1, (flows + P - 1) / P);
 }
 
 namespace {
@@ -124,14 +132,42 @@ const FabricSample* nearest(const std::vector<FabricSample>& v, double t) {
   return best;
 }
 
+// Per plane, the tiers' link utilisation between two samples of a clos run
+// (TierLoad; dt in the backend's seconds).
+std::vector<TierLoad> tier_loads(const FabricSample& a, const FabricSample& b, double dt, const ClosTopology& c) {
+  std::vector<TierLoad> out;
+  if (dt <= 0) return out;
+  const auto load = [dt](const std::vector<double>& from, const std::vector<double>& to, double rate, double* mean,
+                         double* max) {
+    double sum = 0;
+    *max = 0;
+    for (size_t k = 0; k < to.size() && k < from.size(); ++k) {
+      const double u = std::clamp((to[k] - from[k]) * 8 / (dt * rate), 0.0, 1.0);
+      sum += u;
+      *max = std::max(*max, u);
+    }
+    *mean = to.empty() ? 0 : sum / static_cast<double>(to.size());
+  };
+  for (size_t p = 0; p < b.tier_bytes.size() && p < a.tier_bytes.size(); ++p) {
+    TierLoad t;
+    load(a.tier_bytes[p].host_links, b.tier_bytes[p].host_links, c.host_rate_bps, &t.host_mean, &t.host_max);
+    load(a.tier_bytes[p].leaf_spine_links, b.tier_bytes[p].leaf_spine_links, c.leaf_spine_rate_bps(), &t.leaf_spine_mean,
+         &t.leaf_spine_max);
+    out.push_back(t);
+  }
+  return out;
+}
+
 // The fabric's columns of each interval, from the samples around it.
-void add_fabric_columns(const std::vector<FabricSample>& samples, uint32_t planes, double rate, RunResult* rr) {
+void add_fabric_columns(const Scenario& s, const std::vector<FabricSample>& samples, uint32_t planes, double rate,
+                        RunResult* rr) {
   for (Interval& i : rr->intervals) {
     const FabricSample* a = nearest(samples, i.t0_s);
     const FabricSample* b = nearest(samples, i.t1_s);
     if (!a || !b || b->t_s <= a->t_s) continue;
     // Rates are per second of the backend's own clock (simulated or wall).
     const double dt = b->clock_s - a->clock_s;
+    if (s.clos) i.tiers = tier_loads(*a, *b, dt, *s.clos);
     i.plane_bytes.clear();
     i.plane_utilisation.clear();
     for (uint32_t p = 0; p < planes && p < b->plane_bytes.size() && p < a->plane_bytes.size(); ++p) {
@@ -141,6 +177,11 @@ void add_fabric_columns(const std::vector<FabricSample>& samples, uint32_t plane
     }
     i.queue_bytes = b->queue_bytes;
     i.ecn_marks = static_cast<uint64_t>(std::max(0.0, b->ecn_marks - a->ecn_marks));
+  }
+  // Over the run's traffic: from its start to the duration.
+  if (s.clos && !samples.empty()) {
+    const FabricSample* end = nearest(samples, static_cast<double>(s.duration_ns) / 1e9);
+    rr->tiers = tier_loads(samples.front(), *end, end->clock_s - samples.front().clock_s, *s.clos);
   }
 }
 
@@ -194,7 +235,7 @@ std::vector<CaptureResult> Backend::capture_results(const RunPlan& plan) {
 
 LinkSettings link_base(const Scenario& s) {
   LinkSettings b = s.base;
-  b.rate_bps = s.link_rate_bps();
+  if (!s.clos) b.rate_bps = s.link_rate_bps();  // a clos's rates are per tier, set with the fabric
   if (!b.queue_limit_bytes) b.queue_limit_bytes = kDefaultQueueLimitBytes;
   if (!b.ecn_threshold_bytes) b.ecn_threshold_bytes = kDefaultEcnThresholdBytes;
   return b;
@@ -246,11 +287,14 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
     if (pr.sweep_parameter == "loss") base.set.loss = pr.sweep_value;
     base.label = "base";
     p.setup.push_back(base);
-    // A skew sweep: plane p's links get the base delay + p x skew, keeping the base jitter.
+    // A skew sweep: plane p's links get the base delay + p x skew, keeping
+    // the base jitter. On a clos, the plane's host uplinks, which every frame
+    // of the plane crosses once.
     if (pr.sweep_parameter == "skew_ns")
       for (uint32_t plane = 1; plane < p.planes; ++plane) {
         FabricChange c;
         c.selector.plane = plane;
+        if (s.clos) c.selector.tier = "host", c.selector.direction = "upward";
         c.set.delay_ns = s.base.delay_ns.value_or(0) + std::llround(pr.sweep_value * plane);
         c.set.jitter_ns = s.base.jitter_ns.value_or(0);
         c.label = "skew plane " + std::to_string(plane);
@@ -393,7 +437,7 @@ PlanOutcome run_plan(const Scenario& s, const RunPlan& plan, Backend& backend, c
   for (RunResult& rr : results) {
     rr.sweep_parameter = plan.sweep_parameter;
     rr.sweep_value = plan.sweep_value;
-    add_fabric_columns(samples, plan.planes, plan.link_rate_bps, &rr);
+    add_fabric_columns(s, samples, plan.planes, s.plane_capacity_bps(), &rr);
     rr.events.clear();
     for (const FaultEvent& e : s.timeline) rr.events.emplace_back(static_cast<double>(e.at_ns) / 1e9, e.label);
     say("  " + rr.job + ": " + rr.state + " " + units::format_gbps(rr.goodput_bps, 3) + ", " +
@@ -429,8 +473,20 @@ Report report_header(const Scenario& s, const Backend& backend, std::optional<si
   report.seed = s.seed;
   report.scenario_yaml = s.yaml;
   report.planes = backend.planes();
-  report.plane_rate_bps = s.link_rate_bps();
+  report.plane_rate_bps = s.plane_capacity_bps();
   report.duration_s = static_cast<double>(s.duration_ns) / 1e9;
+  if (s.clos) {
+    TopologySummary t;
+    t.hosts = s.hosts_count;
+    t.hosts_per_leaf = s.clos->hosts_per_leaf;
+    t.leaves = s.clos->leaves(s.hosts_count);
+    t.spines = s.clos->spines;
+    t.host_rate_bps = s.clos->host_rate_bps;
+    t.leaf_spine_rate_bps = s.clos->leaf_spine_rate_bps();
+    t.oversubscription = s.clos->oversubscription();
+    t.links = emulator_fabric(s, report.planes).link_count();
+    report.topology = t;
+  }
   if (point) report.point = SweepPoint{*point, sweep_points(s), s.sweep->parameter, s.sweep->values[*point]};
   return report;
 }

@@ -10,6 +10,8 @@
 //     "scenario_name": str, "description": str, "source": str,
 //     "mode": "sim" | "live", "version": str, "started_at": str (ISO 8601 UTC),
 //     "seed": uint, "scenario_yaml": str, "planes": uint, "plane_rate_bps": num, "duration_s": num,
+//     "topology": { "kind": "clos", "hosts", "hosts_per_leaf", "leaves", "spines": uint,   // clos only
+//                   "host_rate_bps", "leaf_spine_rate_bps", "oversubscription": num, "links": uint },
 //     "point": { "index", "count": uint, "parameter": str, "value": num },  // one sweep point only (below)
 //     "runs": [ {
 //       "job": str, "transport": str, "op": str,
@@ -24,7 +26,10 @@
 //                    "p99_us", "p999_us", "max_us": num },
 //       "intervals": [ { "t0_s", "t1_s", "goodput_bps", "messages": num, "retransmits": uint,
 //                        "loss_seen": num, "plane_bytes": [num], "plane_utilisation": [num],
-//                        "queue_bytes": num, "ecn_marks": uint } ],
+//                        "queue_bytes": num, "ecn_marks": uint,
+//                        "tiers": [ tier ] } ],          // clos only, per plane (below)
+//       "tiers": [ { "plane": uint, "host_mean", "host_max",   // clos only: per plane, over the
+//                    "leaf_spine_mean", "leaf_spine_max": num } ],  // duration (TierLoad)
 //       "events": [ { "t_s": num, "label": str } ],   // RunResult::events (pairs)
 //       "seed": uint,
 //       "jain_fairness": num | null,     // over the job's connections; null when not measured (live)
@@ -107,6 +112,17 @@ using ojson = nlohmann::ordered_json;
 
 ojson num_or_null(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
 
+ojson tiers_json(const std::vector<TierLoad>& tiers) {
+  ojson a = ojson::array();
+  for (size_t p = 0; p < tiers.size(); ++p)
+    a.push_back(ojson{{"plane", p},
+                      {"host_mean", num_or_null(tiers[p].host_mean)},
+                      {"host_max", num_or_null(tiers[p].host_max)},
+                      {"leaf_spine_mean", num_or_null(tiers[p].leaf_spine_mean)},
+                      {"leaf_spine_max", num_or_null(tiers[p].leaf_spine_max)}});
+  return a;
+}
+
 ojson to_json(const Report& r, const Derived& d) {
   ojson j;
   j["scenario_name"] = r.scenario_name;
@@ -120,6 +136,18 @@ ojson to_json(const Report& r, const Derived& d) {
   j["planes"] = r.planes;
   j["plane_rate_bps"] = num_or_null(r.plane_rate_bps);
   j["duration_s"] = num_or_null(r.duration_s);
+  if (r.topology) {
+    const TopologySummary& t = *r.topology;
+    j["topology"] = ojson{{"kind", "clos"},
+                          {"hosts", t.hosts},
+                          {"hosts_per_leaf", t.hosts_per_leaf},
+                          {"leaves", t.leaves},
+                          {"spines", t.spines},
+                          {"host_rate_bps", num_or_null(t.host_rate_bps)},
+                          {"leaf_spine_rate_bps", num_or_null(t.leaf_spine_rate_bps)},
+                          {"oversubscription", num_or_null(t.oversubscription)},
+                          {"links", t.links}};
+  }
   if (r.point)
     j["point"] = ojson{{"index", r.point->index},
                        {"count", r.point->count},
@@ -175,9 +203,11 @@ ojson to_json(const Report& r, const Derived& d) {
       x["plane_utilisation"] = std::move(pu);
       x["queue_bytes"] = num_or_null(iv.queue_bytes);
       x["ecn_marks"] = iv.ecn_marks;
+      if (!iv.tiers.empty()) x["tiers"] = tiers_json(iv.tiers);
       ivs.push_back(std::move(x));
     }
     o["intervals"] = std::move(ivs);
+    if (!run.tiers.empty()) o["tiers"] = tiers_json(run.tiers);
     ojson evs = ojson::array();
     for (const auto& e : run.events) evs.push_back(ojson{{"t_s", num_or_null(e.first)}, {"label", e.second}});
     o["events"] = std::move(evs);
@@ -342,6 +372,19 @@ std::vector<double> get_nums(const json& o, const std::string& key, const std::s
   return out;
 }
 
+std::vector<TierLoad> read_tiers(const json& o, const std::string& at) {
+  std::vector<TierLoad> out;
+  if (!o.contains("tiers")) return out;  // a full mesh has none
+  const json& a = get_array(o, "tiers", at);
+  for (size_t p = 0; p < a.size(); ++p) {
+    const std::string pat = at + "/tiers/" + std::to_string(p);
+    if (get_uint(a[p], "plane", pat) != p) throw ReadError(pat + "/plane: must be " + std::to_string(p));
+    out.push_back(TierLoad{get_num(a[p], "host_mean", pat), get_num(a[p], "host_max", pat),
+                           get_num(a[p], "leaf_spine_mean", pat), get_num(a[p], "leaf_spine_max", pat)});
+  }
+  return out;
+}
+
 RunResult read_run(const json& o, const std::string& at) {
   RunResult run;
   run.job = get_str(o, "job", at);
@@ -392,8 +435,10 @@ RunResult read_run(const json& o, const std::string& at) {
     iv.plane_utilisation = get_nums(ivs[i], "plane_utilisation", iat);
     iv.queue_bytes = get_num(ivs[i], "queue_bytes", iat);
     iv.ecn_marks = get_uint(ivs[i], "ecn_marks", iat);
+    iv.tiers = read_tiers(ivs[i], iat);
     run.intervals.push_back(std::move(iv));
   }
+  run.tiers = read_tiers(o, at);
   const json& evs = get_array(o, "events", at);
   for (size_t i = 0; i < evs.size(); ++i) {
     const std::string eat = at + "/events/" + std::to_string(i);
@@ -485,10 +530,16 @@ std::string timeseries_csv(const Report& r) {
   size_t planes = 0;
   for (const auto& run : r.runs)
     for (const auto& iv : run.intervals) planes = std::max(planes, iv.plane_utilisation.size());
+  size_t tier_planes = 0;  // clos only
+  for (const auto& run : r.runs)
+    for (const auto& iv : run.intervals) tier_planes = std::max(tier_planes, iv.tiers.size());
   std::string out =
       "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,queue_bytes,"
       "ecn_marks";
   for (size_t p = 0; p < planes; ++p) out += ",plane" + std::to_string(p) + "_util";
+  for (size_t p = 0; p < tier_planes; ++p)
+    for (const char* c : {"host_mean", "host_max", "leaf_spine_mean", "leaf_spine_max"})
+      out += ",plane" + std::to_string(p) + "_" + c;
   out += "\n";
   for (size_t i = 0; i < r.runs.size(); ++i) {
     const auto& run = r.runs[i];
@@ -500,6 +551,15 @@ std::string timeseries_csv(const Report& r) {
              std::to_string(iv.ecn_marks);
       for (size_t p = 0; p < planes; ++p)
         out += "," + (p < iv.plane_utilisation.size() ? csv_num(iv.plane_utilisation[p]) : std::string());
+      for (size_t p = 0; p < tier_planes; ++p) {
+        if (p >= iv.tiers.size()) {
+          out += ",,,,";
+          continue;
+        }
+        const TierLoad& t = iv.tiers[p];
+        out += "," + csv_num(t.host_mean) + "," + csv_num(t.host_max) + "," + csv_num(t.leaf_spine_mean) + "," +
+               csv_num(t.leaf_spine_max);
+      }
       out += "\n";
     }
   }
@@ -526,6 +586,20 @@ std::optional<Report> parse_report_json(const std::string& text, const std::stri
     r.planes = static_cast<uint32_t>(get_uint(j, "planes", ""));
     r.plane_rate_bps = get_num(j, "plane_rate_bps", "");
     r.duration_s = get_num(j, "duration_s", "");
+    if (j.contains("topology")) {
+      const json& t = j["topology"];
+      if (get_str(t, "kind", "/topology") != "clos") throw ReadError("/topology/kind: must be clos");
+      TopologySummary ts;
+      ts.hosts = static_cast<uint32_t>(get_uint(t, "hosts", "/topology"));
+      ts.hosts_per_leaf = static_cast<uint32_t>(get_uint(t, "hosts_per_leaf", "/topology"));
+      ts.leaves = static_cast<uint32_t>(get_uint(t, "leaves", "/topology"));
+      ts.spines = static_cast<uint32_t>(get_uint(t, "spines", "/topology"));
+      ts.host_rate_bps = get_num(t, "host_rate_bps", "/topology");
+      ts.leaf_spine_rate_bps = get_num(t, "leaf_spine_rate_bps", "/topology");
+      ts.oversubscription = get_num(t, "oversubscription", "/topology");
+      ts.links = get_uint(t, "links", "/topology");
+      r.topology = ts;
+    }
     if (j.contains("point")) {
       const json& p = j["point"];
       r.point = SweepPoint{get_uint(p, "index", "/point"), get_uint(p, "count", "/point"),

@@ -116,6 +116,9 @@ std::string format_number(const std::string& key, double value) {
   if (!std::isfinite(value)) return "n/a";
   if (value == 0) value = 0;  // no "-0"
   if (ends_with(key, "_bps")) return strf("%.2f Gb/s", value / 1e9 == 0 ? 0.0 : value / 1e9);
+  if (key == "host_mean" || key == "host_max" || key == "leaf_spine_mean" || key == "leaf_spine_max")
+    return strf("%.1f%%", value * 100);  // a clos tier's link utilisation
+  if (key == "oversubscription") return trim_num(value, 3) + ":1";
   if (contains(key, "utilisation") || contains(key, "utilization") || contains(key, "retained") ||
       contains(key, "loss_seen") || contains(key, "ratio") || key == "loss")
     return strf("%.1f%%", value * 100);

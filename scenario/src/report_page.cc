@@ -111,6 +111,13 @@ std::string report_html(const Report& r) {
     << (sim ? "simulator, virtual time" : r.mode == "live" ? "live daemons" : "mode " + esc(r.mode)) << "</span>";
   h << "<span>fabric: <b>" << dk("/planes", "planes", r.planes) << "</b> planes x <b>"
     << dk("/plane_rate_bps", "plane_rate_bps", r.plane_rate_bps) << "</b></span>";
+  if (r.topology) {
+    const TopologySummary& t = *r.topology;
+    h << "<span>clos: <b>" << dk("/topology/hosts", "hosts", t.hosts) << "</b> hosts, <b>"
+      << dk("/topology/leaves", "leaves", t.leaves) << "</b> leaves x <b>" << dk("/topology/spines", "spines", t.spines)
+      << "</b> spines per plane, leaves <b>" << dk("/topology/oversubscription", "oversubscription", t.oversubscription)
+      << "</b> oversubscribed</span>";
+  }
   h << "<span>runs: <b>" << r.runs.size() << "</b></span>";
   if (r.seed <= (uint64_t{1} << 53))
     h << "<span>seed: <b>" << dk("/seed", "seed", static_cast<double>(r.seed)) << "</b></span>";
@@ -267,8 +274,35 @@ std::string report_html(const Report& r) {
 
   // 3. Per-plane load.
   h << "<section class=\"card\"><h2>Load per plane</h2><p class=\"note\">Utilisation of each plane per interval "
-       "(bytes forwarded x 8 / (interval x plane rate)) in percent; one line per plane, one plot per run.</p>\n"
+    << (r.topology ? "(clos: bytes the plane delivered to hosts x 8 / (interval x its hosts' links together))"
+                   : "(bytes forwarded x 8 / (interval x plane rate))")
+    << " in percent; one line per plane, one plot per run.</p>\n"
     << place(plot_planes(r, d, styles)) << "</section>\n";
+
+  // 3b. A clos's tiers: how loaded each plane's host links and leaf-spine links were.
+  if (r.topology) {
+    const TopologySummary& t = *r.topology;
+    h << "<section class=\"card\"><h2>Link utilisation per tier</h2><p class=\"note\">Clos, per plane, over each "
+         "run's duration: the mean utilisation of the plane's host links (host to leaf and back, "
+      << dk("/topology/host_rate_bps", "host_rate_bps", t.host_rate_bps) << " each) and of its leaf-spine links ("
+      << dk("/topology/leaf_spine_rate_bps", "leaf_spine_rate_bps", t.leaf_spine_rate_bps)
+      << " each), and the busiest link of each tier: bytes forwarded x 8 / (duration x the link's rate).</p>\n"
+      << "<table><thead><tr><th>run</th><th class=\"n\">plane</th><th class=\"n\">host links, mean</th>"
+         "<th class=\"n\">busiest host link</th><th class=\"n\">leaf-spine links, mean</th>"
+         "<th class=\"n\">busiest leaf-spine link</th></tr></thead><tbody>\n";
+    for (size_t i = 0; i < r.runs.size(); ++i)
+      for (size_t p = 0; p < r.runs[i].tiers.size(); ++p) {
+        const TierLoad& l = r.runs[i].tiers[p];
+        const std::string at = run_ptr(i, "tiers/" + std::to_string(p) + "/");
+        h << "<tr><td><span class=\"swatch\" style=\"background:" << styles.at(r.runs[i].job).colour << "\"></span>"
+          << esc(run_label(r.runs[i])) << "</td><td class=\"n\">" << p << "</td><td class=\"n\">"
+          << dk(at + "host_mean", "host_mean", l.host_mean) << "</td><td class=\"n\">"
+          << dk(at + "host_max", "host_max", l.host_max) << "</td><td class=\"n\">"
+          << dk(at + "leaf_spine_mean", "leaf_spine_mean", l.leaf_spine_mean) << "</td><td class=\"n\">"
+          << dk(at + "leaf_spine_max", "leaf_spine_max", l.leaf_spine_max) << "</td></tr>\n";
+      }
+    h << "</tbody></table></section>\n";
+  }
 
   // 4. Latency.
   std::vector<size_t> shown;

@@ -6,6 +6,7 @@
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/emulator/link.h"
 #include "metaroce/lab/config.h"
+#include "metaroce/scenario/sim_backend.h"
 #include "metaroce/transport/connection_params.h"
 #include "metaroce/transport/operations.h"
 #include "metaroce/units/units.h"
@@ -42,7 +43,13 @@ std::string format_sweep_value(const std::string& parameter, double v) {
 namespace {
 
 constexpr Nanos kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600 * kSec;
-constexpr uint32_t kMaxHosts = 16, kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
+// The full mesh has a link per host pair, ECMP link and direction on every
+// plane (hosts x (hosts - 1) x ecmp_links of them, each with its queue model
+// and a 16 KiB delay histogram): 16 hosts x 16 planes x 16 ECMP links are
+// 61,440 links, about 2 GB. A clos grows with the links that exist and takes
+// the emulator's limit.
+constexpr uint32_t kMaxMeshHosts = 16, kMaxClosHosts = emulator::kMaxFabricHosts;
+constexpr uint32_t kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
 constexpr uint32_t kMaxConnections = 64;
 // A job's connection parameters take the ranges every layer takes (transport/connection_params.h).
 constexpr uint32_t kMaxPaths = transport::kParamPaths.max, kMaxStreams = transport::kParamStreams.max,
@@ -151,14 +158,16 @@ class Parser {
       fail(n, key, "must be one of " + join(allowed, " | ") + " (got '" + v + "')");
     return v;
   }
-  uint64_t uint(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
+  // why (optional): the reason for the range, appended to a range error.
+  uint64_t uint(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi, const std::string& why = "") const {
     const std::string v = n.IsScalar() ? n.Scalar() : text(n);
     bool ok = n.IsScalar() && !v.empty() && v.size() <= 19;
     for (char c : v) ok = ok && c >= '0' && c <= '9';
-    if (!ok) fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")");
+    const std::string reason = why.empty() ? "" : ": " + why;
+    if (!ok) fail(n, key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")" + reason);
     const uint64_t x = std::stoull(v);
     if (x < lo || x > hi)
-      fail(n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")");
+      fail(n, key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " + v + ")" + reason);
     return x;
   }
   // A parse by the shared units library, or an error naming the key, the
@@ -212,6 +221,7 @@ class Parser {
   Job job(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   FaultEvent fault(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   CaptureWindow capture_window(const YAML::Node& n, const std::string& key, const Scenario& s, Nanos at) const;
+  void clos_selector(const MapView& m, const std::string& key, const Scenario& s, Selector* sel) const;
   Assertion assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const;
   Sweep sweep(const YAML::Node& n, const Scenario& s, std::vector<YAML::Node>* value_nodes) const;
   void sim(const YAML::Node& n, Scenario& s) const;
@@ -246,17 +256,58 @@ LinkSettings Parser::link_settings(const YAML::Node& n, const std::string& key) 
 }
 
 void Parser::topology(const YAML::Node& n, Scenario& s) const {
-  const MapView m = map(n, "topology", {"hosts", "planes", "ecmp_links", "mtu_payload"});
-  if (const auto* v = m.find("hosts")) s.hosts_count = static_cast<uint32_t>(uint(*v, "topology.hosts", 2, kMaxHosts));
+  const MapView m = map(n, "topology",
+                        {"kind", "hosts", "planes", "ecmp_links", "mtu_payload", "hosts_per_leaf", "spines", "host_rate",
+                         "host_delay", "spine_rate", "spine_delay", "withdraw_after", "remote_withdraw_after"});
+  using emulator::Topology;
+  const Topology kind = m.has("kind") ? *emulator::parse_topology(one_of(*m.find("kind"), "topology.kind",
+                                                                         {emulator::topology_name(Topology::kMesh),
+                                                                          emulator::topology_name(Topology::kClos)}))
+                                      : Topology::kMesh;
+  const bool clos = kind == Topology::kClos;
+  if (const auto* v = m.find("hosts"))
+    s.hosts_count = static_cast<uint32_t>(
+        clos ? uint(*v, "topology.hosts", 2, kMaxClosHosts)
+             : uint(*v, "topology.hosts", 2, kMaxMeshHosts,
+                    "the full mesh has a link per host pair on every plane (hosts x (hosts - 1) x ecmp_links), so "
+                    "its memory grows with hosts squared; topology.kind: clos takes up to " +
+                        std::to_string(kMaxClosHosts) + " hosts"));
   if (const auto* v = m.find("planes")) s.planes = static_cast<uint32_t>(uint(*v, "topology.planes", 1, kMaxPlanes));
-  if (const auto* v = m.find("ecmp_links"))
+  if (const auto* v = m.find("ecmp_links")) {
+    if (clos)
+      fail(*v, "topology.ecmp_links", "a clos topology's ECMP group is its spines (topology.spines), not ECMP links");
     s.ecmp_links = static_cast<uint32_t>(uint(*v, "topology.ecmp_links", 1, kMaxEcmp));
+  }
   if (const auto* v = m.find("mtu_payload")) {
     const auto& mtu = transport::kParamMtuPayload;
     s.mtu_payload = static_cast<uint32_t>(size(*v, "topology.mtu_payload", mtu.min, mtu.max));
     if (s.mtu_payload % mtu.multiple_of)
       fail(*v, "topology.mtu_payload", "must be a multiple of " + std::to_string(mtu.multiple_of) + " (got " + v->Scalar() + ")");
   }
+  static const std::vector<std::string> clos_keys = {"hosts_per_leaf", "spines",         "host_rate",
+                                                     "host_delay",     "spine_rate",     "spine_delay",
+                                                     "withdraw_after", "remote_withdraw_after"};
+  if (!clos) {
+    for (const std::string& k : clos_keys)
+      if (const auto* v = m.find(k)) fail(*v, "topology." + k, "only a clos topology has it (topology.kind: clos)");
+    return;
+  }
+  ClosTopology c;
+  c.hosts_per_leaf = static_cast<uint32_t>(
+      uint(need(m, "topology", "hosts_per_leaf", "is required for kind: clos (hosts on each leaf)"), "topology.hosts_per_leaf", 1,
+           s.hosts_count));
+  c.spines = static_cast<uint32_t>(uint(need(m, "topology", "spines", "is required for kind: clos (spines per plane)"),
+                                        "topology.spines", 1, emulator::kMaxSpines));
+  if (const auto* v = m.find("host_rate")) c.host_rate_bps = rate(*v, "topology.host_rate", 0, emulator::kMaxLinkRateBps, true);
+  if (const auto* v = m.find("spine_rate"))
+    c.spine_rate_bps = rate(*v, "topology.spine_rate", 0, emulator::kMaxLinkRateBps, true);
+  if (const auto* v = m.find("host_delay")) c.host_delay_ns = duration(*v, "topology.host_delay", 0, emulator::kMaxLinkDelayNs);
+  if (const auto* v = m.find("spine_delay")) c.spine_delay_ns = duration(*v, "topology.spine_delay", 0, emulator::kMaxLinkDelayNs);
+  if (const auto* v = m.find("withdraw_after"))
+    c.withdraw_after_ns = duration(*v, "topology.withdraw_after", 0, emulator::kMaxLinkDelayNs);
+  if (const auto* v = m.find("remote_withdraw_after"))
+    c.remote_withdraw_after_ns = duration(*v, "topology.remote_withdraw_after", 0, emulator::kMaxLinkDelayNs);
+  s.clos = c;
 }
 
 void Parser::hosts(const YAML::Node& n, Scenario& s) const {
@@ -354,6 +405,10 @@ std::string describe_selector(const Selector& sel, const Scenario& s) {
   std::vector<std::string> parts;
   if (sel.plane) parts.push_back("plane " + std::to_string(*sel.plane));
   if (sel.ecmp) parts.push_back("ecmp " + std::to_string(*sel.ecmp));
+  if (sel.leaf) parts.push_back("leaf " + std::to_string(*sel.leaf));
+  if (sel.spine) parts.push_back("spine " + std::to_string(*sel.spine));
+  if (sel.tier == "host") parts.push_back("host links");
+  if (sel.tier == "leaf_spine") parts.push_back("leaf-spine links");
   auto host = [&](uint32_t h) { return h < s.host_order.size() ? s.host_order[h] : "h" + std::to_string(h); };
   if (sel.host_a && sel.host_b) parts.push_back(host(*sel.host_a) + "-" + host(*sel.host_b));
   else if (sel.host_a) parts.push_back("links of " + host(*sel.host_a));
@@ -385,8 +440,8 @@ std::string ramp_value(const std::string& field, double v) {
 
 FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scenario& s) const {
   const MapView m = map(n, key,
-                        {"at", "action", "plane", "ecmp", "direction", "hosts", "label", "set", "period", "down_for",
-                         "field", "from", "to", "over", "steps", "capture"});
+                        {"at", "action", "plane", "ecmp", "direction", "hosts", "leaf", "spine", "tier", "label", "set",
+                         "period", "down_for", "field", "from", "to", "over", "steps", "capture"});
   FaultEvent e;
   const std::string action = one_of(need(m, key, "action"), sub(key, "action"), {"set", "down", "up", "flap", "ramp"});
   e.action = action == "set"    ? FaultEvent::Action::kSet
@@ -411,28 +466,35 @@ FaultEvent Parser::fault(const YAML::Node& n, const std::string& key, const Scen
       fail(*m.find(k), sub(key, k), std::string("only used by action ") + a + " (this is action " + action + ")");
   if (const auto* v = m.find("plane"))
     e.selector.plane = static_cast<uint32_t>(uint(*v, sub(key, "plane"), 0, s.planes - 1));
-  if (const auto* v = m.find("ecmp")) e.selector.ecmp = static_cast<uint32_t>(uint(*v, sub(key, "ecmp"), 0, s.ecmp_links - 1));
-  if (const auto* v = m.find("direction")) {
-    using D = emulator::LinkSelector::Direction;
-    e.selector.direction = one_of(*v, sub(key, "direction"),
-                                  {emulator::direction_name(D::kBoth), emulator::direction_name(D::kAToB),
-                                   emulator::direction_name(D::kBToA)});
-  }
-  if (const auto* v = m.find("hosts")) {
-    const std::string hk = sub(key, "hosts");
-    if (v->IsSequence()) {
-      sequence(*v, hk, 1, 2);
-      e.selector.host_a = host_ref((*v)[0], idx(hk, 0), s);
-      if (v->size() == 2) {
-        e.selector.host_b = host_ref((*v)[1], idx(hk, 1), s);
-        if (*e.selector.host_b == *e.selector.host_a) fail((*v)[1], idx(hk, 1), "must differ from hosts[0]");
-      }
-    } else {
-      e.selector.host_a = host_ref(*v, hk, s);
+  if (s.clos) {
+    clos_selector(m, key, s, &e.selector);
+  } else {
+    for (const char* k : {"leaf", "spine", "tier"})
+      if (const auto* v = m.find(k))
+        fail(*v, sub(key, k), "only a clos topology has leaves, spines and tiers (topology.kind: clos)");
+    if (const auto* v = m.find("ecmp")) e.selector.ecmp = static_cast<uint32_t>(uint(*v, sub(key, "ecmp"), 0, s.ecmp_links - 1));
+    if (const auto* v = m.find("direction")) {
+      using D = emulator::LinkSelector::Direction;
+      e.selector.direction = one_of(*v, sub(key, "direction"),
+                                    {emulator::direction_name(D::kBoth), emulator::direction_name(D::kAToB),
+                                     emulator::direction_name(D::kBToA)});
     }
+    if (const auto* v = m.find("hosts")) {
+      const std::string hk = sub(key, "hosts");
+      if (v->IsSequence()) {
+        sequence(*v, hk, 1, 2);
+        e.selector.host_a = host_ref((*v)[0], idx(hk, 0), s);
+        if (v->size() == 2) {
+          e.selector.host_b = host_ref((*v)[1], idx(hk, 1), s);
+          if (*e.selector.host_b == *e.selector.host_a) fail((*v)[1], idx(hk, 1), "must differ from hosts[0]");
+        }
+      } else {
+        e.selector.host_a = host_ref(*v, hk, s);
+      }
+    }
+    if (e.selector.direction != "both" && !(e.selector.host_a && e.selector.host_b))
+      fail(*m.find("direction"), sub(key, "direction"), "a_to_b / b_to_a need hosts: [a, b] (the pair they refer to)");
   }
-  if (e.selector.direction != "both" && !(e.selector.host_a && e.selector.host_b))
-    fail(*m.find("direction"), sub(key, "direction"), "a_to_b / b_to_a need hosts: [a, b] (the pair they refer to)");
   switch (e.action) {
     case FaultEvent::Action::kSet: {
       const YAML::Node& v = need(m, key, "set", "is required for action set (e.g. set: {loss: 1%})");
@@ -551,6 +613,43 @@ CaptureWindow Parser::capture_window(const YAML::Node& n, const std::string& key
   if (const auto* v = m.find("snaplen"))
     w.snap_length = static_cast<uint32_t>(size(*v, sub(key, "snaplen"), capture::kMinSnapLength, capture::kMaxSnapLength));
   return w;
+}
+
+void Parser::clos_selector(const MapView& m, const std::string& key, const Scenario& s, Selector* sel) const {
+  using D = emulator::LinkSelector::Direction;
+  using T = emulator::LinkSelector::Tier;
+  const ClosTopology& c = *s.clos;
+  if (const auto* v = m.find("direction"))
+    sel->direction = one_of(*v, sub(key, "direction"),
+                            {emulator::direction_name(D::kBoth), emulator::direction_name(D::kUpward),
+                             emulator::direction_name(D::kDownward)});
+  if (const auto* v = m.find("tier"))
+    sel->tier = one_of(*v, sub(key, "tier"),
+                       {emulator::tier_name(T::kAll), emulator::tier_name(T::kHost), emulator::tier_name(T::kLeafSpine)});
+  if (const auto* v = m.find("hosts")) {
+    const std::string hk = sub(key, "hosts");
+    if (v->IsSequence()) {
+      if (v->size() == 2)
+        fail(*v, hk, "a clos topology has no links between two hosts: name one host (its host links), a leaf or a spine");
+      sequence(*v, hk, 1, 1);
+      sel->host_a = host_ref((*v)[0], idx(hk, 0), s);
+    } else {
+      sel->host_a = host_ref(*v, hk, s);
+    }
+  }
+  if (const auto* v = m.find("leaf"))
+    sel->leaf = static_cast<uint32_t>(uint(*v, sub(key, "leaf"), 0, c.leaves(s.hosts_count) - 1));
+  if (const auto* v = m.find("spine")) sel->spine = static_cast<uint32_t>(uint(*v, sub(key, "spine"), 0, c.spines - 1));
+  if (const auto* v = m.find("ecmp"))
+    fail(*v, sub(key, "ecmp"), "a clos topology has no ECMP link index: its leaves' ECMP group is the spines (name a spine)");
+  // What may go together: the emulator's rule (validate(LinkSelector)), its
+  // message starting with the field it names.
+  if (auto e = emulator::validate(emulator_selector(*sel), emulator_fabric(s, s.planes))) {
+    const std::string field = e->substr(0, e->find(':'));
+    const std::string k = field == "host_a" || field == "host_b" ? "hosts" : field;
+    const YAML::Node& at = m.has(k) ? *m.find(k) : m.node;
+    throw ParseError{where(at) + sub(key, k) + e->substr(field.size())};
+  }
 }
 
 Assertion Parser::assertion(const YAML::Node& n, const std::string& key, const Scenario& s) const {
@@ -747,7 +846,16 @@ Scenario Parser::parse(const std::string& text) {
   if (const auto* v = m.find("fabric"); v && !v->IsNull()) {
     s.fabric = address(*v, "fabric");
   }
-  if (const auto* v = m.find("base"); v && !v->IsNull()) s.base = link_settings(*v, "base");
+  if (const auto* v = m.find("base"); v && !v->IsNull()) {
+    s.base = link_settings(*v, "base");
+    if (s.clos)
+      for (const auto& [k, where] : {std::pair{"rate", "topology.host_rate and topology.spine_rate"},
+                                     std::pair{"delay", "topology.host_delay and topology.spine_delay"}})
+        if ((*v)[k])
+          fail((*v)[k], std::string("base.") + k,
+               std::string("a clos topology sets its links' ") + k + " per tier: " + where + " (base." + k +
+                   " is the full mesh's)");
+  }
   if (const auto* v = m.find("duration")) s.duration_ns = duration(*v, "duration", 100 * kMs, kHour);
   if (const auto* v = m.find("interval")) {
     s.interval_ns = duration(*v, "interval", 10 * kMs, kHour);
@@ -873,7 +981,17 @@ std::optional<Scenario> load_scenario_file(const std::string& path, std::string*
   return parse_scenario_yaml(*text, path, error);
 }
 
+std::string sim_only_reason(const Scenario& s) {
+  if (!s.clos) return {};
+  return "topology.kind: not run live: needs " + std::to_string(s.hosts_count) + " hosts in a clos topology (" +
+         std::to_string(s.clos->leaves(s.hosts_count)) + " leaves and " + std::to_string(s.clos->spines) +
+         " spines on each of " + std::to_string(s.planes) +
+         " planes); the live fabric node emulates the full mesh only, so a clos runs in the simulator (--sim)";
+}
+
 std::string check_runnable(const Scenario& s, bool live) {
+  if (live)
+    if (std::string why = sim_only_reason(s); !why.empty()) return why;
   if (live) {
     for (size_t i = 0; i < s.jobs.size(); ++i)
       for (const std::string* h : {&s.jobs[i].from, &s.jobs[i].to})

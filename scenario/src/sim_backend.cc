@@ -29,8 +29,37 @@ emulator::LinkSelector emulator_selector(const Selector& s) {
   out.ecmp = s.ecmp;
   out.host_a = s.host_a;
   out.host_b = s.host_b;
+  out.leaf = s.leaf;
+  out.spine = s.spine;
   out.direction = emulator::parse_direction(s.direction).value();  // the scenario parser took only these names
+  out.tier = emulator::parse_tier(s.tier).value();
   return out;
+}
+
+emulator::FabricConfig emulator_fabric(const Scenario& s, uint32_t planes) {
+  emulator::FabricConfig fc;
+  fc.hosts = s.hosts_count;
+  fc.planes = planes;
+  fc.port.rate_bps = s.link_rate_bps();
+  fc.port.prop_delay_ns = 0;
+  fc.seed = s.seed;
+  if (!s.clos) {
+    // Ports and ECMP links at the link rate; no propagation delay (the scenario's delay is base.delay).
+    fc.ecmp_links = s.ecmp_links;
+    fc.ecmp = fc.port;
+    return fc;
+  }
+  const ClosTopology& c = *s.clos;
+  fc.topology = emulator::Topology::kClos;
+  fc.hosts_per_leaf = c.hosts_per_leaf;
+  fc.spines = c.spines;
+  fc.withdraw_after_ns = c.withdraw_after_ns;
+  fc.remote_withdraw_after_ns = c.remote_withdraw_after_ns;
+  fc.port.prop_delay_ns = c.host_delay_ns;
+  fc.ecmp = fc.port;
+  fc.ecmp.rate_bps = c.leaf_spine_rate_bps();
+  fc.ecmp.prop_delay_ns = c.spine_delay_ns;
+  return fc;
 }
 
 emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale) {
@@ -147,16 +176,8 @@ class SimBackend final : public Backend {
   Nanos sc(Nanos t) const { return std::llround(static_cast<double>(t) * s_.sim.time_scale); }
 
   void prepare(const RunPlan& plan) override {
-    // Ports and ECMP links at the link rate; no propagation delay (the scenario's delay is base.delay).
-    emulator::FabricConfig fc;
-    fc.hosts = s_.hosts_count;
-    fc.planes = plan.planes;
-    fc.ecmp_links = s_.ecmp_links;
+    emulator::FabricConfig fc = emulator_fabric(s_, plan.planes);
     for (uint32_t h = 0; h < fc.hosts; ++h) fc.host_ips.push_back(ip_of(h));
-    fc.port.rate_bps = plan.link_rate_bps;
-    fc.port.prop_delay_ns = 0;
-    fc.ecmp = fc.port;
-    fc.seed = s_.seed;
     if (auto e = emulator::validate(fc)) throw std::invalid_argument("fabric: " + *e);
     run_.reset();
     run_ = std::make_unique<SimRun>(fc);
@@ -165,11 +186,12 @@ class SimBackend final : public Backend {
     t_ns_ = 0;
     run_->hosts = fc.hosts;
     run_->planes = fc.planes;
-    // The setup changes every ECMP link; the host ports take the same queue and marking settings.
+    // The setup changes every ECMP link; the host ports take the same queue
+    // and marking settings. On a clos a selector names host links too.
     for (const FabricChange& c : plan.setup) {
       const emulator::LinkPatch p = emulator_patch(c, s_.sim.time_scale);
       if (auto e = run_->fabric.apply(emulator_selector(c.selector), p, 0)) throw std::invalid_argument(c.label + ": " + *e);
-      if (c.selector.plane || c.selector.ecmp || c.selector.host_a) continue;
+      if (s_.clos || c.selector.plane || c.selector.ecmp || c.selector.host_a) continue;
       emulator::LinkConfig port = fc.port;
       if (p.queue_limit_bytes) port.queue_limit_bytes = *p.queue_limit_bytes;
       if (p.ecn_threshold_bytes) port.ecn_threshold_bytes = *p.ecn_threshold_bytes;
@@ -203,7 +225,7 @@ class SimBackend final : public Backend {
       ends.dst_ip = ip_of(spec.dst);
       ends.dst_port = js.kind == TransportKind::kRoCEv2 ? wire::rocev2::kUdpPort : wire::kDefaultUdpPort;
       ends.hash_seed = r.fabric.config().hash_seed;
-      const std::vector<uint16_t> ports = path_source_ports(spec, P, s_.ecmp_links, ends);
+      const std::vector<uint16_t> ports = path_source_ports(spec, P, s_.ecmp_width(), ends, s_.clos ? clos_first_spine(spec, P) : 0);
       for (uint32_t c = 0; c < spec.connections; ++c) {
         ConnectionConfig ca;
         ca.transport = js.kind;
@@ -312,16 +334,21 @@ class SimBackend final : public Backend {
     const emulator::FabricCounters c = r.fabric.counters();
     for (const auto& p : c.per_plane) f.plane_bytes.push_back(static_cast<double>(p.bytes_out));
     f.ecn_marks = static_cast<double>(c.total.ecn_marks);
-    uint64_t deepest = 0;
-    for (uint32_t p = 0; p < r.planes; ++p) {
-      for (uint32_t h = 0; h < r.hosts; ++h) deepest = std::max(deepest, r.fabric.downlink(p, h).backlog_bytes(now));
-      for (uint32_t a = 0; a < r.hosts; ++a)
-        for (uint32_t b = 0; b < r.hosts; ++b)
-          if (a != b)
-            for (uint32_t k = 0; k < s_.ecmp_links; ++k)
-              deepest = std::max(deepest, r.fabric.ecmp_link(p, a, b, k).backlog_bytes(now));
+    f.queue_bytes = static_cast<double>(r.fabric.deepest_queue(now));
+    if (s_.clos) {
+      const uint32_t leaves = r.fabric.config().leaves(), spines = r.fabric.config().spines;
+      f.tier_bytes.resize(r.planes);
+      for (uint32_t p = 0; p < r.planes; ++p) {
+        TierBytes& t = f.tier_bytes[p];
+        for (uint32_t h = 0; h < r.hosts; ++h)
+          for (emulator::Link* l : {&r.fabric.uplink(p, h), &r.fabric.downlink(p, h)})
+            t.host_links.push_back(static_cast<double>(l->counters().bytes_out));
+        for (uint32_t l = 0; l < leaves; ++l)
+          for (uint32_t sp = 0; sp < spines; ++sp)
+            for (bool up : {true, false})
+              t.leaf_spine_links.push_back(static_cast<double>(r.fabric.leaf_spine_link(p, l, sp, up).counters().bytes_out));
+      }
     }
-    f.queue_bytes = static_cast<double>(deepest);
     return f;
   }
 

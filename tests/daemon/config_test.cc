@@ -111,6 +111,10 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
   EXPECT_NE(parse_error("role: fabric\nfabric:\n  planes: 2\n  hosts: 2\n  interfaces: [[a, b]]\n  host_macs: [02:00:00:00:00:01, 02:00:00:00:00:02]\n")
                 .find("fabric.interfaces: must list 2 planes (got 1)"),
             std::string::npos);
+  // The fabric node emulates the full mesh only; a clos topology is the simulator's.
+  EXPECT_EQ(parse_error("role: fabric\nfabric:\n  topology: clos\n"),
+            "t.yaml:3: fabric.topology: the fabric node emulates the full mesh only (mesh; got clos): a clos topology "
+            "runs in the simulator (metarocectl scenario run FILE --sim)");
   EXPECT_NE(parse_error("role: fabric\nfabric:\n  planes: 1\n  interfaces: [[a, b]]\n  host_macs: [02:00:00:00:00:01, 02:00:00:00:00:02]\n  ecmp:\n    loss_probability: 1.5\n")
                 .find("t.yaml:7: fabric.ecmp.loss_probability: must be in [0, 1] (got 1.5)"),
             std::string::npos);

@@ -114,6 +114,10 @@ TEST(ScenarioModes, EveryShippedScenarioMeansTheSameLiveAndSimulated) {
     std::string err;
     const auto s = load_scenario_file(f.string(), &err);
     ASSERT_TRUE(s.has_value()) << err;
+    if (s->clos) {  // simulator only: there is no live meaning to compare
+      EXPECT_NE(check_runnable(*s, /*live=*/true), "");
+      continue;
+    }
     expect_same_meaning(*s);
   }
 }

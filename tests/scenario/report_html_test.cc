@@ -29,6 +29,7 @@
 namespace metaroce::scenario::testing {
 Report make_sweep_report(const std::string& rocev2_name);  // report_test.cc
 Report make_fault_report();                                  // report_test.cc
+Report make_clos_report();                                   // report_test.cc
 }  // namespace metaroce::scenario::testing
 
 namespace {
@@ -350,6 +351,12 @@ TEST(ReportHtmlChromium, SweepReportRenders) {
 
 TEST(ReportHtmlChromium, FaultReportRenders) {
   render_and_check(metaroce::scenario::testing::make_fault_report(), "fault",
+                   {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency"});
+}
+
+// A clos's page: its topology and tiers table (data-key numbers) as well.
+TEST(ReportHtmlChromium, ClosReportRenders) {
+  render_and_check(metaroce::scenario::testing::make_clos_report(), "clos",
                    {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency"});
 }
 

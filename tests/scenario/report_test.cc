@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -158,10 +159,31 @@ Report make_fault_report() {
   return r;
 }
 
+// The fault report on a clos (8 hosts on 2 leaves, 2 spines, per plane):
+// the topology and, per plane, the tiers' link utilisation for every run and
+// interval. Shared with report_html_test.cc.
+Report make_clos_report() {
+  Report r = make_fault_report();
+  r.scenario_name = "clos-spine-failure";
+  r.topology = TopologySummary{8, 4, 2, 2, 25e9, 50e9, 1.0, 4 * (2 * 8 + 2 * 2 * 2)};
+  r.plane_rate_bps = 8 * 25e9;
+  for (RunResult& run : r.runs) {
+    const double m = run.job == "metaroce" ? 1.0 : 0.8;
+    for (size_t k = 0; k < run.intervals.size(); ++k) {
+      Interval& iv = run.intervals[k];
+      for (int p = 0; p < 4; ++p)
+        iv.tiers.push_back(TierLoad{0.25 * m, 0.9 * m, 0.2 * m + 0.01 * p, (p == 1 && k >= 8 && k < 16 ? 1.0 : 0.5) * m});
+    }
+    for (int p = 0; p < 4; ++p) run.tiers.push_back(TierLoad{0.24 * m, 0.91 * m, 0.19 * m + 0.01 * p, 0.7 * m});
+  }
+  return r;
+}
+
 }  // namespace metaroce::scenario::testing
 
 namespace {
 
+using metaroce::scenario::testing::make_clos_report;
 using metaroce::scenario::testing::make_fault_report;
 using metaroce::scenario::testing::make_sweep_report;
 
@@ -595,6 +617,45 @@ TEST(WriteReport, ErrorsNameThePath) {
   EXPECT_NE(err.find((root / "out" / "report.json").string()), std::string::npos) << err;
   EXPECT_FALSE(ms::write_report(make_fault_report(), under_file, nullptr));  // no error sink: no crash
   fs::remove_all(root);
+}
+
+// A clos's report: the topology and the tiers in report.json (read back as
+// written), timeseries.csv and the page; the full mesh's report has none.
+TEST(ReportClos, TopologyAndTiersInEveryFile) {
+  const ms::Report r = make_clos_report();
+  const std::string text = ms::report_json(r);
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j.at("topology").at("kind"), "clos");
+  EXPECT_EQ(j.at("topology").at("leaves"), 2);
+  EXPECT_EQ(j.at("topology").at("links"), 96);
+  EXPECT_EQ(j.at("runs").at(0).at("tiers").size(), 4u);
+  EXPECT_EQ(j.at("runs").at(0).at("tiers").at(3).at("plane"), 3);
+  EXPECT_DOUBLE_EQ(j.at("runs").at(1).at("intervals").at(9).at("tiers").at(1).at("leaf_spine_max").get<double>(), 0.8);
+  std::string err;
+  const auto back = ms::parse_report_json(text, "report.json", &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(ms::report_json(*back), text);
+  const std::string csv = ms::timeseries_csv(r);
+  EXPECT_NE(csv.find(",plane3_util,plane0_host_mean,plane0_host_max,plane0_leaf_spine_mean,plane0_leaf_spine_max,"),
+            std::string::npos)
+      << csv.substr(0, 300);
+  const std::string html = ms::report_html(r);
+  EXPECT_NE(html.find("Link utilisation per tier"), std::string::npos);
+  std::map<std::string, std::string> shown;
+  for (const auto& t : data_keys(html)) shown[t.pointer] = t.text;
+  EXPECT_EQ(shown["/topology/oversubscription"], "1:1");
+  EXPECT_EQ(shown["/runs/1/tiers/2/leaf_spine_mean"], "17.2%");  // 0.19 x 0.8 + 0.02
+  EXPECT_EQ(shown["/runs/0/tiers/0/host_max"], "91.0%");
+  // A mesh: none of it, and a page without the section.
+  const ms::Report mesh = make_fault_report();
+  EXPECT_EQ(ms::report_json(mesh).find("tiers"), std::string::npos);
+  EXPECT_EQ(ms::report_json(mesh).find("topology"), std::string::npos);
+  EXPECT_EQ(ms::report_html(mesh).find("Link utilisation per tier"), std::string::npos);
+  // A topology of another kind is refused on reading.
+  std::string bad = text;
+  bad.replace(bad.find("\"kind\": \"clos\""), 14, "\"kind\": \"ring\"");
+  EXPECT_FALSE(ms::parse_report_json(bad, "r.json", &err));
+  EXPECT_EQ(err, "r.json: /topology/kind: must be clos");
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <string>
 
+#include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
+#include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::scenario {
 namespace {
@@ -312,7 +314,10 @@ TEST(ScenarioErrors, BadUnit) {
 }
 
 TEST(ScenarioErrors, Ranges) {
-  EXPECT_EQ(error_of(kMinimal + "topology: {hosts: 17}\n"), "f.yaml:7: topology.hosts: must be in [2, 16] (got 17)");
+  EXPECT_EQ(error_of(kMinimal + "topology: {hosts: 17}\n"),
+            "f.yaml:7: topology.hosts: must be in [2, 16] (got 17): the full mesh has a link per host pair on every "
+            "plane (hosts x (hosts - 1) x ecmp_links), so its memory grows with hosts squared; topology.kind: clos "
+            "takes up to 1024 hosts");
   EXPECT_EQ(error_of(kMinimal + "topology: {ecmp_links: 0}\n"),
             "f.yaml:7: topology.ecmp_links: must be in [1, 16] (got 0)");
   EXPECT_EQ(error_of(R"(name: t
@@ -385,7 +390,9 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: colour: unknown key (allowed: name, description, seed, topology, hosts, fabric, base, duration, "
             "interval, jobs, timeline, assertions, sweep, sim, fidelity)");
   EXPECT_EQ(error_of(kMinimal + "topology: {hosts: 2, switches: 1}\n"),
-            "f.yaml:7: topology.switches: unknown key (allowed: hosts, planes, ecmp_links, mtu_payload)");
+            "f.yaml:7: topology.switches: unknown key (allowed: kind, hosts, planes, ecmp_links, mtu_payload, "
+            "hosts_per_leaf, spines, host_rate, host_delay, spine_rate, spine_delay, withdraw_after, "
+            "remote_withdraw_after)");
   EXPECT_EQ(error_of(kMinimal + "base: {latency: 1us}\n"),
             "f.yaml:7: base.latency: unknown key (allowed: loss, delay, jitter, duplicate, corrupt, reorder, "
             "reorder_delay, rate, ecn_threshold, queue_limit)");
@@ -557,6 +564,157 @@ TEST(ScenarioRunnable, SimulatorRunsWritesOnly) {
             "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got 500ns)");
 }
 
+// ---------------------------------------------------------------- clos topology
+
+// Lines 1-6; tests append from line 7.
+const std::string kClos = R"(name: c
+description: clos test
+duration: 6s
+topology: {kind: clos, hosts: 32, planes: 4, hosts_per_leaf: 8, spines: 4, host_rate: 1G, spine_rate: 2G, host_delay: 500ns, spine_delay: 700ns, withdraw_after: 2ms, remote_withdraw_after: 20ms}
+jobs:
+  - {name: a, from: h0, to: h9}
+)";
+
+// A scenario whose topology mapping (line 4) holds keys.
+std::string clos_topology(const std::string& keys) {
+  return "name: c\ndescription: clos test\nduration: 6s\ntopology: {" + keys + "}\njobs:\n  - {name: a, from: h0, to: h1}\n";
+}
+
+TEST(ScenarioClos, TopologyAndSelectors) {
+  const Scenario s = parse_ok(kClos + R"(timeline:
+  - {at: 1s, action: down, plane: 1, spine: 2}
+  - {at: 2s, action: up, plane: 1, spine: 2}
+  - {at: 2s, action: set, set: {loss: 1%}, plane: 0, leaf: 3, spine: 0, direction: upward}
+  - {at: 3s, action: down, hosts: h5, plane: 2}
+  - {at: 3s, action: down, leaf: 1, plane: 3}
+  - {at: 4s, action: set, set: {loss: 2%}, tier: leaf_spine}
+  - {at: 4s, action: flap, period: 100ms, down_for: 10ms, tier: host, direction: downward, plane: 0}
+  - {at: 5s, action: down, plane: 2}
+)");
+  ASSERT_TRUE(s.clos);
+  EXPECT_EQ(s.hosts_count, 32u);
+  EXPECT_EQ(s.clos->hosts_per_leaf, 8u);
+  EXPECT_EQ(s.clos->leaves(s.hosts_count), 4u);
+  EXPECT_EQ(s.clos->spines, 4u);
+  EXPECT_DOUBLE_EQ(s.clos->host_rate_bps, 1e9);
+  EXPECT_DOUBLE_EQ(s.clos->leaf_spine_rate_bps(), 2e9);
+  EXPECT_EQ(s.clos->host_delay_ns, 500);
+  EXPECT_EQ(s.clos->spine_delay_ns, 700);
+  EXPECT_EQ(s.clos->withdraw_after_ns, 2'000'000);
+  EXPECT_EQ(s.clos->remote_withdraw_after_ns, 20'000'000);
+  EXPECT_DOUBLE_EQ(s.clos->oversubscription(), 8 * 1e9 / (4 * 2e9));
+  EXPECT_DOUBLE_EQ(s.link_rate_bps(), 1e9);            // the host links'
+  EXPECT_DOUBLE_EQ(s.plane_capacity_bps(), 32 * 1e9);  // every host's link into a plane
+  EXPECT_EQ(s.ecmp_width(), 4u);                       // the leaves hash over the spines
+  ASSERT_EQ(s.timeline.size(), 8u);
+  EXPECT_EQ(s.timeline[0].selector.spine, 2u);
+  EXPECT_EQ(s.timeline[0].label, "plane 1 spine 2 down");
+  EXPECT_EQ(s.timeline[2].selector.leaf, 3u);
+  EXPECT_EQ(s.timeline[2].selector.direction, "upward");
+  EXPECT_EQ(s.timeline[2].label, "loss 1% on plane 0 leaf 3 spine 0 upward");
+  EXPECT_EQ(s.timeline[3].selector.host_a, 5u);
+  EXPECT_FALSE(s.timeline[3].selector.host_b);
+  EXPECT_EQ(s.timeline[3].label, "plane 2 links of h5 down");
+  EXPECT_EQ(s.timeline[4].label, "plane 3 leaf 1 down");
+  EXPECT_EQ(s.timeline[5].selector.tier, "leaf_spine");
+  EXPECT_EQ(s.timeline[5].label, "loss 2% on leaf-spine links");
+  EXPECT_EQ(s.timeline[6].selector.tier, "host");
+  EXPECT_EQ(s.timeline[7].label, "plane 2 down");
+  // The simulator runs it; the live fabric node emulates the full mesh only.
+  EXPECT_EQ(check_runnable(s, false), "");
+  EXPECT_EQ(check_runnable(s, true),
+            "topology.kind: not run live: needs 32 hosts in a clos topology (4 leaves and 4 spines on each of 4 planes); "
+            "the live fabric node emulates the full mesh only, so a clos runs in the simulator (--sim)");
+  // Defaults: the spine links at the host rate, 1 us per hop, the emulator's withdrawal delays.
+  const Scenario d = parse_ok(clos_topology("kind: clos, hosts: 1024, hosts_per_leaf: 32, spines: 8"));
+  ASSERT_TRUE(d.clos);
+  EXPECT_EQ(d.hosts_count, 1024u);
+  EXPECT_DOUBLE_EQ(d.clos->host_rate_bps, kDefaultLinkRateBps);
+  EXPECT_DOUBLE_EQ(d.clos->leaf_spine_rate_bps(), kDefaultLinkRateBps);
+  EXPECT_EQ(d.clos->host_delay_ns, 1000);
+  EXPECT_EQ(d.clos->withdraw_after_ns, emulator::kDefaultWithdrawAfterNs);
+  EXPECT_EQ(d.clos->remote_withdraw_after_ns, emulator::kDefaultRemoteWithdrawAfterNs);
+  EXPECT_DOUBLE_EQ(d.clos->oversubscription(), 4.0);
+  // A partly filled last leaf is fine: 10 hosts on leaves of 4 are 3 leaves.
+  EXPECT_EQ(parse_ok(clos_topology("kind: clos, hosts: 10, hosts_per_leaf: 4, spines: 2")).clos->leaves(10), 3u);
+  EXPECT_FALSE(parse_ok(kMinimal).clos);  // the full mesh by default
+}
+
+TEST(ScenarioClos, ErrorsNameTheKeyLineAndRange) {
+  EXPECT_EQ(error_of(clos_topology("kind: torus")), "f.yaml:4: topology.kind: must be one of mesh | clos (got 'torus')");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 1025, hosts_per_leaf: 1, spines: 1")),
+            "f.yaml:4: topology.hosts: must be in [2, 1024] (got 1025)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, spines: 2")),
+            "f.yaml:4: topology.hosts_per_leaf: is required for kind: clos (hosts on each leaf)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, hosts_per_leaf: 4")),
+            "f.yaml:4: topology.spines: is required for kind: clos (spines per plane)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, hosts_per_leaf: 9, spines: 2")),
+            "f.yaml:4: topology.hosts_per_leaf: must be in [1, 8] (got 9)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, hosts_per_leaf: 4, spines: 65")),
+            "f.yaml:4: topology.spines: must be in [1, 64] (got 65)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, hosts_per_leaf: 4, spines: 2, spine_rate: 0")),
+            "f.yaml:4: topology.spine_rate: a rate must be > 0 (allowed: a number > 0 in bits/s with an optional K, M, "
+            "G or T and an optional bit, bps or b/s, e.g. 25G, 100Gbit, 10Mbps, in (0, 1.6T]; got 0)");
+  EXPECT_EQ(error_of(clos_topology("kind: clos, hosts: 8, hosts_per_leaf: 4, spines: 2, ecmp_links: 2")),
+            "f.yaml:4: topology.ecmp_links: a clos topology's ECMP group is its spines (topology.spines), not ECMP links");
+  EXPECT_EQ(error_of(clos_topology("hosts: 8, spines: 2")),
+            "f.yaml:4: topology.spines: only a clos topology has it (topology.kind: clos)");
+  // Rates and delays are per tier in a clos: base.rate and base.delay are the mesh's.
+  EXPECT_EQ(error_of(kClos + "base: {rate: 1G}\n"),
+            "f.yaml:7: base.rate: a clos topology sets its links' rate per tier: topology.host_rate and "
+            "topology.spine_rate (base.rate is the full mesh's)");
+  EXPECT_EQ(error_of(kClos + "base: {loss: 1%, delay: 5us}\n"),
+            "f.yaml:7: base.delay: a clos topology sets its links' delay per tier: topology.host_delay and "
+            "topology.spine_delay (base.delay is the full mesh's)");
+  // Selectors: ranges from the topology, and what the clos has not got.
+  const auto timeline = [](const std::string& event) { return error_of(kClos + "timeline:\n  - " + event + "\n"); };
+  EXPECT_EQ(timeline("{at: 1s, action: down, leaf: 4}"), "f.yaml:8: timeline[0].leaf: must be in [0, 3] (got 4)");
+  EXPECT_EQ(timeline("{at: 1s, action: down, spine: 4}"), "f.yaml:8: timeline[0].spine: must be in [0, 3] (got 4)");
+  EXPECT_EQ(timeline("{at: 1s, action: down, ecmp: 0}"),
+            "f.yaml:8: timeline[0].ecmp: a clos topology has no ECMP link index: its leaves' ECMP group is the spines "
+            "(name a spine)");
+  EXPECT_EQ(timeline("{at: 1s, action: down, hosts: [h0, h1]}"),
+            "f.yaml:8: timeline[0].hosts: a clos topology has no links between two hosts: name one host (its host "
+            "links), a leaf or a spine");
+  EXPECT_EQ(timeline("{at: 1s, action: down, direction: a_to_b}"),
+            "f.yaml:8: timeline[0].direction: must be one of both | upward | downward (got 'a_to_b')");
+  EXPECT_EQ(timeline("{at: 1s, action: down, tier: spine}"),
+            "f.yaml:8: timeline[0].tier: must be one of all | host | leaf_spine (got 'spine')");
+  EXPECT_EQ(timeline("{at: 1s, action: down, hosts: h3, spine: 1}"),
+            "f.yaml:8: timeline[0].spine: a host names its own two host links; leave out leaf and spine");
+  EXPECT_EQ(timeline("{at: 1s, action: down, spine: 1, tier: host}"),
+            "f.yaml:8: timeline[0].tier: a spine's links are leaf-spine links (got tier host)");
+  // And the full mesh refuses the clos's selectors and directions.
+  EXPECT_EQ(error_of(kMinimal + "timeline:\n  - {at: 1s, action: down, spine: 0}\n"),
+            "f.yaml:8: timeline[0].spine: only a clos topology has leaves, spines and tiers (topology.kind: clos)");
+  EXPECT_EQ(error_of(kMinimal + "timeline:\n  - {at: 1s, action: down, direction: upward, hosts: [h0, h1]}\n"),
+            "f.yaml:8: timeline[0].direction: must be one of both | a_to_b | b_to_a (got 'upward')");
+}
+
+// Each job's paths start on a spine of their own (clos_first_spine, through
+// path_source_ports' first_link): the jobs of consecutive hosts of a leaf
+// take the spines in turn instead of crowding one.
+TEST(ScenarioClos, PathsStartOnTheSourceHostsSpine) {
+  const Scenario s = parse_ok(kClos + "  - {name: b, from: h1, to: h9}\n  - {name: r, from: h1, to: h9, transport: rocev2, connections: 4}\n");
+  const std::vector<RunPlan> plans = plan_scenario(s);
+  ASSERT_EQ(plans.size(), 3u);
+  const JobSpec& js = plans[0].jobs[0];
+  EXPECT_EQ(js.paths, 4u * 2);  // kDefaultPathsPerPlane per plane
+  EXPECT_EQ(clos_first_spine(js, 4), 0u);                 // h0
+  EXPECT_EQ(clos_first_spine(plans[1].jobs[0], 4), 2u);   // h1, 2 paths per plane
+  EXPECT_EQ(clos_first_spine(plans[2].jobs[0], 4), 1u);   // h1, RoCEv2: 1 QP per plane
+  FlowEnds ends;
+  ends.src_ip = 0x0A000001, ends.dst_ip = 0x0A00000A, ends.dst_port = 4794;
+  for (uint32_t first : {0u, 1u, 3u}) {
+    const std::vector<uint16_t> ports = path_source_ports(js, 4, 4, ends, first);
+    for (uint32_t i = 0; i < js.paths; ++i) {
+      wire::UdpFlow flow;
+      flow.src_ip = ends.src_ip, flow.dst_ip = ends.dst_ip, flow.src_port = ports[i], flow.dst_port = ends.dst_port;
+      EXPECT_EQ(emulator::ecmp_link_of(flow, 0, 4), (i / 4 + first) % 4) << "path " << i;
+    }
+  }
+}
+
 // ---------------------------------------------------------------- shipped files
 
 TEST(ScenarioShipped, EveryFileParsesAndIsRunnable) {
@@ -576,7 +734,9 @@ TEST(ScenarioShipped, EveryFileParsesAndIsRunnable) {
     EXPECT_FALSE(s->yaml.empty());
     EXPECT_EQ(check_runnable(*s, false), "") << "simulator";
     EXPECT_FALSE(plan_runs(*s).empty());
-    if (!s->hosts.empty()) {
+    if (s->clos) {  // a clos runs in the simulator only, and says so
+      EXPECT_EQ(check_runnable(*s, true).rfind("topology.kind: not run live: needs ", 0), 0u);
+    } else if (!s->hosts.empty()) {
       const std::string live = check_runnable(*s, true);
       EXPECT_TRUE(live.empty() || live.rfind("sweep.parameter", 0) == 0) << live;
     }

@@ -72,12 +72,23 @@ struct FlowEnds {
 // The UDP source port (ECMP entropy) of every path of every connection of a
 // job, [c * paths + i], chosen so that flows sit on the same ECMP links in both
 // backends whatever the hosts' addresses: MetaRoCE path i on link
-// (i / planes) % ecmp_links, RoCEv2 connection c (one QP, one path) on link
-// (c / planes) % ecmp_links. So a fault on one ECMP link hits a known share of
-// each transport's flows, live as in the simulator. Deterministic: each port
-// is searched from a per-(job, connection, path) start.
+// (i / planes + first_link) % ecmp_links, RoCEv2 connection c (one QP, one
+// path) on link (c / planes + first_link) % ecmp_links. So a fault on one
+// ECMP link hits a known share of each transport's flows, live as in the
+// simulator. On a clos the links are the spines (ecmp_links = spines) and
+// first_link is clos_first_spine's. Deterministic: each port is searched from
+// a per-(job, connection, path) start.
 std::vector<uint16_t> path_source_ports(const JobSpec& spec, uint32_t planes, uint32_t ecmp_links,
-                                        const FlowEnds& ends);
+                                        const FlowEnds& ends, uint32_t first_link = 0);
+
+// A clos job's first spine: its source host x its paths (RoCEv2: connections)
+// per plane, so the jobs of consecutive hosts of a leaf take the spines in
+// turn and fill them before any spine carries two of their paths. With one
+// first spine for every job they would all crowd the same leaf-spine links;
+// hashing random ports would collide on some (a real fabric's ECMP does):
+// this placement is the balanced case, and a fault on one spine hits a known
+// share of each transport's paths.
+uint32_t clos_first_spine(const JobSpec& spec, uint32_t planes);
 
 // A capture window of a run: from from_ns to to_ns (scenario time of the
 // run), around the timeline event `event` (index in Scenario::timeline).
@@ -125,13 +136,21 @@ size_t sweep_points(const Scenario& s);
 // (e.g. "--point: must be in [0, 5], one per sweep.values entry (got 6)").
 std::string sweep_point_error(const Scenario& s, size_t point, const std::string& field);
 
+// A clos plane's links at an instant: each link's bytes forwarded so far, in
+// a fixed order (host links: host by host, up then down; leaf-spine links:
+// leaf by leaf, spine by spine, up then down).
+struct TierBytes {
+  std::vector<double> host_links, leaf_spine_links;
+};
+
 // Cumulative fabric counters at an instant of a run (scenario time).
 struct FabricSample {
   double t_s = 0;                   // scenario seconds since the run's t = 0
   double clock_s = 0;               // the backend's own clock (simulated or wall seconds): rates
-  std::vector<double> plane_bytes;  // forwarded on each plane's ECMP links
+  std::vector<double> plane_bytes;  // forwarded on each plane's ECMP links (clos: delivered by its downlinks)
   double queue_bytes = 0;           // deepest backlog of any link now
   double ecn_marks = 0;
+  std::vector<TierBytes> tier_bytes;  // clos only: per plane
 };
 
 class Backend {

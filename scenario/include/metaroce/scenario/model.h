@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "metaroce/emulator/fabric.h"
 #include "metaroce/transport/connection_params.h"
 
 namespace metaroce::scenario {
@@ -46,10 +47,16 @@ struct LinkSettings {
   }
 };
 
+// Which links a change applies to (emulator::LinkSelector, where the meaning
+// of each field per topology is documented). Mesh: plane, ecmp, host pair,
+// direction both | a_to_b | b_to_a. Clos: plane, host_a (a host's links),
+// leaf, spine, tier all | host | leaf_spine, direction both | upward | downward.
 struct Selector {
   std::optional<uint32_t> plane, ecmp;
-  std::string direction = "both";  // both | a_to_b | b_to_a
+  std::string direction = "both";  // both | a_to_b | b_to_a (mesh) | upward | downward (clos)
   std::optional<uint32_t> host_a, host_b;
+  std::optional<uint32_t> leaf, spine;  // clos
+  std::string tier = "all";             // clos: all | host | leaf_spine
 };
 
 // A packet capture around a timeline event (the event's `capture:` key): the
@@ -168,6 +175,30 @@ constexpr double kDefaultLinkRateBps = 200e6;
 // frame times at 200 Mb/s, not 1.8 or 7.3), so the two modes must agree.
 constexpr uint32_t kDefaultMtuPayload = 2048;
 
+// A two-tier Clos per plane (topology.kind: clos; emulator/fabric.h): every
+// host on leaf host / hosts_per_leaf of every plane, every leaf joined to
+// every spine. Its links' rates and propagation delays are set here, per
+// tier (base.rate and base.delay are the full mesh's); a clos runs in the
+// simulator only (check_runnable). Oversubscription at a leaf follows from
+// them: hosts_per_leaf x host_rate / (spines x spine_rate).
+struct ClosTopology {
+  uint32_t hosts_per_leaf = 0;             // [1, hosts], required
+  uint32_t spines = 0;                     // [1, emulator::kMaxSpines], required
+  double host_rate_bps = kDefaultLinkRateBps;  // host <-> leaf links
+  Nanos host_delay_ns = 1'000;             // propagation, one way: a cable and a switch
+  std::optional<double> spine_rate_bps;    // leaf <-> spine links; default: host_rate_bps
+  Nanos spine_delay_ns = 1'000;
+  // When leaves stop hashing onto a dead spine (emulator/fabric.h): fabric
+  // time, not scaled by sim.time_scale.
+  Nanos withdraw_after_ns = emulator::kDefaultWithdrawAfterNs;
+  Nanos remote_withdraw_after_ns = emulator::kDefaultRemoteWithdrawAfterNs;
+  double leaf_spine_rate_bps() const { return spine_rate_bps.value_or(host_rate_bps); }
+  uint32_t leaves(uint32_t hosts) const { return hosts_per_leaf ? (hosts + hosts_per_leaf - 1) / hosts_per_leaf : 0; }
+  double oversubscription() const {
+    return hosts_per_leaf * host_rate_bps / (static_cast<double>(spines) * leaf_spine_rate_bps());
+  }
+};
+
 struct SimSettings {
   double time_scale = 0.002;        // scenario seconds -> simulated seconds (6 s -> 12 ms)
 };
@@ -179,13 +210,21 @@ struct Scenario {
   uint64_t seed = 1;
   uint32_t hosts_count = 2;         // the topology's hosts (also the lab to bring up)
   uint32_t planes = 4;
-  uint32_t ecmp_links = 2;
+  uint32_t ecmp_links = 2;          // full mesh only
+  std::optional<ClosTopology> clos;  // topology.kind: clos (else the full mesh)
   uint32_t mtu_payload = kDefaultMtuPayload;  // topology.mtu_payload, [256, 8192], a multiple of 64
   std::map<std::string, std::string> hosts;  // name -> daemon address (live); order = host index
   std::vector<std::string> host_order;       // names in host-index order
   std::string fabric;                        // fabric daemon address (live)
-  LinkSettings base;                         // applied to every ECMP link before each run
-  double link_rate_bps() const { return base.rate_bps.value_or(kDefaultLinkRateBps); }
+  LinkSettings base;                         // applied to every ECMP link (clos: every link) before each run
+  // The host links' rate: every link's (base.rate) on a full mesh, the host
+  // tier's (topology.host_rate) on a clos.
+  double link_rate_bps() const { return clos ? clos->host_rate_bps : base.rate_bps.value_or(kDefaultLinkRateBps); }
+  // How many ways the ECMP hash splits: ECMP links (mesh) or spines (clos).
+  uint32_t ecmp_width() const { return clos ? clos->spines : ecmp_links; }
+  // What a plane's utilisation is relative to: one link (mesh), or every
+  // host's link into the plane (clos: hosts x host_rate).
+  double plane_capacity_bps() const { return clos ? hosts_count * clos->host_rate_bps : link_rate_bps(); }
   Nanos duration_ns = 6'000'000'000;
   Nanos interval_ns = 250'000'000;
   std::vector<Job> jobs;
@@ -197,6 +236,14 @@ struct Scenario {
 };
 
 // ------------------------------------------------------------------ results
+
+// How loaded a clos plane's links were over a span of time: bytes each link
+// forwarded x 8 / (span x the tier's nominal rate), averaged over the tier's
+// links (both directions) and its busiest link. [0, 1].
+struct TierLoad {
+  double host_mean = 0, host_max = 0;              // host <-> leaf links
+  double leaf_spine_mean = 0, leaf_spine_max = 0;  // leaf <-> spine links
+};
 
 struct Interval {
   double t0_s = 0, t1_s = 0;        // scenario time (sim: already divided by time_scale)
@@ -210,6 +257,7 @@ struct Interval {
   std::vector<double> plane_utilisation;  // plane_bytes x 8 / (interval x plane rate), [0, 1]
   double queue_bytes = 0;           // deepest ECMP-link backlog seen at the interval's end
   uint64_t ecn_marks = 0;
+  std::vector<TierLoad> tiers;      // clos only: per plane, its tiers' link utilisation
 };
 
 struct LatencySummary {
@@ -268,6 +316,7 @@ struct RunResult {
   uint64_t verify_failures = 0;
   LatencySummary latency;
   std::vector<Interval> intervals;
+  std::vector<TierLoad> tiers;      // clos only: per plane, over the run's duration
   std::vector<std::pair<double, std::string>> events;  // fault instants (scenario s) and labels
   uint64_t seed = 0;
   // Jain's index over the bytes each of the job's connections completed
@@ -334,6 +383,14 @@ struct SweepPoint {
   double value = 0;                 // sweep.values[index]
 };
 
+// The shape of a clos run's fabric, for the report (absent on a full mesh).
+struct TopologySummary {
+  uint32_t hosts = 0, hosts_per_leaf = 0, leaves = 0, spines = 0;  // leaves and spines per plane
+  double host_rate_bps = 0, leaf_spine_rate_bps = 0;
+  double oversubscription = 0;      // at a leaf: hosts_per_leaf x host_rate / (spines x leaf_spine_rate)
+  uint64_t links = 0;               // every plane's links: planes x (2 x hosts + 2 x leaves x spines)
+};
+
 struct Report {
   std::string scenario_name, description, source;
   std::string mode;                 // "sim" or "live"
@@ -342,7 +399,8 @@ struct Report {
   uint64_t seed = 0;
   std::string scenario_yaml;        // to replay the run
   uint32_t planes = 0;
-  double plane_rate_bps = 0;        // per plane
+  double plane_rate_bps = 0;        // per plane: what plane_utilisation is relative to
+  std::optional<TopologySummary> topology;  // clos only
   double duration_s = 0;            // each run's traffic, scenario seconds; intervals after it are the drain
   std::optional<SweepPoint> point;  // set: only this sweep point ran, nothing is judged (no assertions)
   std::vector<RunResult> runs;

@@ -26,6 +26,12 @@ std::string format_sweep_value(const std::string& parameter, double v);
 // Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
 // planes can only be swept in the simulator"); "" when it can run.
 std::string check_runnable(const Scenario& s, bool live);
+// Why the scenario can run in the simulator only, whatever daemons there are
+// ("topology.kind: not run live: needs 32 hosts in a clos topology ..."), or
+// "". check_runnable(live) says it first; `scenario validate -o json` gives it
+// as sim_only / sim_only_reason, which the live runners (run-scenario.sh, the
+// scenario_live.* CI tests) report instead of running.
+std::string sim_only_reason(const Scenario& s);
 
 // The runs a scenario expands to, in order: one per job, or one per job and
 // sweep value; jobs listed in another job's `with` run inside that job's run.

@@ -23,6 +23,13 @@ namespace metaroce::scenario {
 // through the API codec.
 emulator::LinkSelector emulator_selector(const Selector& s);
 emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale);
+// The scenario's fabric with `planes` planes in the emulator's terms: the
+// topology, its shape and every link's starting rate and propagation delay
+// (mesh: every link at the link rate, no propagation delay, base.delay being
+// the delay the base sets; clos: per tier, as topology says), seeded by the
+// scenario's seed. The one mapping of a scenario's topology; the simulator
+// adds its hosts' addresses, the parser checks clos selectors against it.
+emulator::FabricConfig emulator_fabric(const Scenario& s, uint32_t planes);
 // The run's timeline in simulated time (instants scaled by time_scale).
 emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale);
 
