@@ -54,6 +54,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "metaroce/datapath/dpdk_device_name.h"
@@ -62,6 +63,16 @@
 
 namespace metaroce::datapath {
 namespace {
+
+// DPDK's device hot-plug and ethdev setup are not thread-safe (the devargs
+// list and bus scan have no lock): two threads opening ports at once, as two
+// endpoints in one process do, made one probe fail with "Cannot find device".
+// Opening and closing ports is control plane; it takes this lock. Recursive:
+// a failed open tears down under it.
+std::recursive_mutex& device_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
 
 constexpr size_t kMaxBurst = 256;    // open_port() bounds PortConfig::burst to this
 constexpr uint32_t kPoolSlack = 64;  // mbufs beyond the worst case computed below
@@ -87,6 +98,7 @@ std::string available_ports() {
 // net_af_xdp UMEM, whose fill-ring mbufs the PMD never returns; its socket and
 // UMEM are gone after close), so the pool is freed regardless.
 void teardown(uint16_t port_id, rte_mempool* pool, const std::string& name, bool device_private_pool) {
+  std::lock_guard lock(device_mutex());
   rte_eth_dev_stop(port_id);  // no-op when not started
   rte_device* device = nullptr;
   rte_eth_dev_info info;
@@ -224,6 +236,7 @@ std::unique_ptr<Port> open_dpdk_port(const PortConfig& config, std::string* erro
   }
   if (!dpdk::ensure_eal(config.eal_args, error)) return nullptr;
 
+  std::lock_guard lock(device_mutex());
   uint16_t port_id = 0;
   if (!resolve_port(config, &port_id, error)) return nullptr;
   const std::string port_name =
