@@ -102,6 +102,36 @@ TEST(ConnectionSchedule, ShrinkingKeepsOnlyTheRemainingSlots) {
   EXPECT_EQ(s.next_active(100), 0u);   // past the end wraps around
 }
 
+// Deadlines that have passed move once out of the pending heap: a poll pays
+// for the deadlines that passed since the last one, not again for every slot
+// still due and waiting its turn (1,000 of them here).
+TEST(ConnectionSchedule, APassedDeadlineIsTakenOnce) {
+  ConnectionSchedule s;
+  s.resize(1000);
+  for (size_t i = 0; i < 1000; ++i) {
+    s.set_deadline(i, 5);
+    s.deactivate(i);
+  }
+  s.activate_due(10);
+  EXPECT_EQ(s.active(), 1000u);
+  EXPECT_EQ(s.earliest(), 5) << "still due: work is waiting";
+  EXPECT_EQ(s.heap_entries(), 0u) << "nothing left pending for the next poll to walk";
+  EXPECT_EQ(s.due_entries(), 1000u);
+  s.activate_due(11);
+  EXPECT_EQ(s.due_entries(), 1000u) << "the next poll moves nothing again";
+  // Asked in turn: each records its next deadline, and the due ones leave.
+  for (size_t i = 0; i < 999; ++i) s.set_deadline(i, 100 + static_cast<Nanos>(i));
+  EXPECT_EQ(s.earliest(), 5) << "slot 999 is still due";
+  s.set_deadline(999, 5);  // asked, and its deadline has not moved: pending again
+  EXPECT_EQ(s.earliest(), 5);
+  EXPECT_EQ(s.due_entries(), 0u);
+  s.deactivate(999);
+  s.activate_due(12);
+  EXPECT_TRUE(s.is_active(999)) << "its passed deadline wakes it again";
+  s.set_deadline(999, kNever);
+  EXPECT_EQ(s.earliest(), 100);
+}
+
 // 2,000 idle connections beside a busy one: its WRITEs complete, verified
 // (an idle connection, never posted to, has no timer and is not asked to send).
 TEST(ConnectionSchedule, IdleConnectionsDoNotHoldUpABusyOne) {

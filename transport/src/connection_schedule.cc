@@ -16,6 +16,7 @@ struct Later {
 void ConnectionSchedule::resize(size_t n) {
   const size_t old = deadline_.size();
   deadline_.resize(n, kNever);
+  is_due_.resize(n, 0);
   bits_.resize((n + 63) / 64, 0);
   if (n > old) {
     for (size_t s = old; s < n; ++s) activate(s);
@@ -28,7 +29,7 @@ void ConnectionSchedule::resize(size_t n) {
   // Room for every slot's current entry and as many stale ones before a rebuild.
   const size_t cap = 2 * n + 64;
   heap_.reserve(cap);
-  stack_.reserve(cap);
+  due_.reserve(cap);
   rebuild();
 }
 
@@ -52,9 +53,23 @@ void ConnectionSchedule::deactivate(size_t slot) {
     w &= ~b;
     --active_;
   }
+  // Asleep with a passed deadline (not recorded since it woke the slot): it
+  // goes back to pending, so the next activate_due wakes it again.
+  if (is_due_[slot]) undue(slot);
+}
+
+void ConnectionSchedule::undue(size_t slot) {
+  is_due_[slot] = 0;  // its entry in due_ is stale from now on
+  if (deadline_[slot] != kNever) push(deadline_[slot], slot);
 }
 
 void ConnectionSchedule::set_deadline(size_t slot, Nanos d) {
+  if (is_due_[slot]) {
+    is_due_[slot] = 0;
+    deadline_[slot] = d;
+    if (d != kNever) push(d, slot);
+    return;
+  }
   if (deadline_[slot] == d) return;
   deadline_[slot] = d;
   if (d != kNever) push(d, slot);
@@ -67,40 +82,48 @@ void ConnectionSchedule::push(Nanos at, size_t slot) {
   std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
+// Every recorded deadline back into the pending heap, once; due_ empties (the
+// next activate_due moves what has passed again).
 void ConnectionSchedule::rebuild() {
   heap_.clear();
+  due_.clear();
+  std::fill(is_due_.begin(), is_due_.end(), 0);
   for (size_t s = 0; s < deadline_.size(); ++s)
     if (deadline_[s] != kNever) heap_.push_back({deadline_[s], static_cast<uint32_t>(s)});
   std::make_heap(heap_.begin(), heap_.end(), Later{});
 }
 
-void ConnectionSchedule::drop_stale_top() {
-  while (!heap_.empty() && !current(heap_.front())) {
+void ConnectionSchedule::activate_due(Nanos now) {
+  while (!heap_.empty() && heap_.front().at <= now) {
+    const Entry e = heap_.front();
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     heap_.pop_back();
-  }
-}
-
-void ConnectionSchedule::activate_due(Nanos now) {
-  drop_stale_top();
-  if (heap_.empty() || heap_.front().at > now) return;
-  // Walk the part of the heap at or before now: a node's children are never
-  // earlier than it, so the walk stops at the first later node of each branch.
-  stack_.clear();
-  stack_.push_back(0);
-  while (!stack_.empty()) {
-    const size_t i = stack_.back();
-    stack_.pop_back();
-    const Entry& e = heap_[i];
-    if (e.at > now) continue;
-    if (current(e)) activate(e.slot);
-    for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < heap_.size(); ++c) stack_.push_back(static_cast<uint32_t>(c));
+    if (!pending(e)) continue;  // stale
+    activate(e.slot);
+    if (due_.size() == due_.capacity()) {
+      // Only stale entries can fill it (one current entry per slot at most):
+      // keep the current ones.
+      std::erase_if(due_, [this](const Entry& x) { return !due(x); });
+      std::make_heap(due_.begin(), due_.end(), Later{});
+    }
+    is_due_[e.slot] = 1;
+    due_.push_back(e);
+    std::push_heap(due_.begin(), due_.end(), Later{});
   }
 }
 
 Nanos ConnectionSchedule::earliest() {
-  drop_stale_top();
-  return heap_.empty() ? kNever : heap_.front().at;
+  while (!heap_.empty() && !pending(heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    heap_.pop_back();
+  }
+  while (!due_.empty() && !due(due_.front())) {
+    std::pop_heap(due_.begin(), due_.end(), Later{});
+    due_.pop_back();
+  }
+  const Nanos p = heap_.empty() ? kNever : heap_.front().at;
+  const Nanos d = due_.empty() ? kNever : due_.front().at;
+  return std::min(p, d);
 }
 
 size_t ConnectionSchedule::next_active(size_t from) const {

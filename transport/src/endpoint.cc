@@ -206,36 +206,29 @@ Connection* find(const std::unordered_map<uint32_t, Connection*>& a, const std::
 
 void Endpoint::touched(const Connection& c) { schedule_.touched(c.slot, c.next_deadline()); }
 
-PostError Endpoint::post(uint32_t conn, uint16_t stream, const WorkRequest& wr) {
-  Connection* c = find(by_id_, by_qpn_, conn);
-  if (!c) return PostError::kUnknownConnection;
-  const PostError e = c->post(stream, wr);
+template <typename R, typename Fn>
+R Endpoint::with_connection(uint32_t id, R missing, Fn&& fn) {
+  Connection* c = find(by_id_, by_qpn_, id);
+  if (!c) return missing;
+  const R r = fn(*c);
   touched(*c);
-  return e;
+  return r;
+}
+
+PostError Endpoint::post(uint32_t conn, uint16_t stream, const WorkRequest& wr) {
+  return with_connection(conn, PostError::kUnknownConnection, [&](Connection& c) { return c.post(stream, wr); });
 }
 
 PostError Endpoint::post_recv(uint32_t conn, uint16_t stream, const RecvRequest& rr) {
-  Connection* c = find(by_id_, by_qpn_, conn);
-  if (!c) return PostError::kUnknownConnection;
-  const PostError e = c->post_recv(stream, rr);
-  touched(*c);
-  return e;
+  return with_connection(conn, PostError::kUnknownConnection, [&](Connection& c) { return c.post_recv(stream, rr); });
 }
 
 bool Endpoint::prepare(uint32_t conn, uint16_t stream, ConnectionUse use) {
-  Connection* c = find(by_id_, by_qpn_, conn);
-  if (!c) return false;
-  const bool ok = c->prepare(stream, use);
-  touched(*c);
-  return ok;
+  return with_connection(conn, false, [&](Connection& c) { return c.prepare(stream, use); });
 }
 
 bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) {
-  Connection* c = find(by_id_, by_qpn_, conn);
-  if (!c) return false;
-  const bool ok = c->set_path_entropy(path, src_port);
-  touched(*c);
-  return ok;
+  return with_connection(conn, false, [&](Connection& c) { return c.set_path_entropy(path, src_port); });
 }
 
 ConnectionStats Endpoint::stats(uint32_t conn) const {

@@ -8,8 +8,15 @@
 // nothing to send while every plane is ready. Deadlines are a mirror of each
 // connection's next_deadline(), kept in a min-heap: an entry is current while
 // it equals the slot's recorded deadline; older entries are skipped and
-// removed when they surface or when the heap is rebuilt. Nothing here
-// allocates after resize(); the heap is rebuilt in place when it fills.
+// removed when they surface or when the heaps are rebuilt.
+//
+// A deadline that has passed moves, once, from the pending heap to the due
+// heap when activate_due() wakes its slot, and stays there until the slot's
+// deadline is next recorded (it is asked, or touched). So each poll pays for
+// the deadlines that passed since the last one, not for every connection
+// still waiting its turn (with thousands due at once, re-walking them all on
+// every poll was most of a worker's time). Nothing here allocates after
+// resize(); a heap that fills is rebuilt in place.
 #pragma once
 
 #include <cstddef>
@@ -49,23 +56,28 @@ class ConnectionSchedule {
   // The first active slot at or after `from`, wrapping around; kNone if none.
   size_t next_active(size_t from) const;
 
-  // For tests: entries in the heap, current or not.
+  // For tests: entries in the pending and due heaps, current or not.
   size_t heap_entries() const { return heap_.size(); }
+  size_t due_entries() const { return due_.size(); }
 
  private:
   struct Entry {
     Nanos at;
     uint32_t slot;
   };
-  bool current(const Entry& e) const { return deadline_[e.slot] == e.at; }
+  // Current in the pending heap: the slot's deadline, not yet moved to due_.
+  bool pending(const Entry& e) const { return deadline_[e.slot] == e.at && !is_due_[e.slot]; }
+  // Current in the due heap: moved there and not recorded since.
+  bool due(const Entry& e) const { return deadline_[e.slot] == e.at && is_due_[e.slot]; }
   void push(Nanos at, size_t slot);
-  void drop_stale_top();
+  void undue(size_t slot);
   void rebuild();
 
   std::vector<uint64_t> bits_;     // active slots
   std::vector<Nanos> deadline_;    // by slot; kNever: none
-  std::vector<Entry> heap_;        // min-heap on at; capacity fixed by resize()
-  std::vector<uint32_t> stack_;    // activate_due's walk; capacity of heap_
+  std::vector<uint8_t> is_due_;    // by slot: its deadline has passed and sits in due_
+  std::vector<Entry> heap_;        // pending deadlines, min-heap on at; capacity fixed by resize()
+  std::vector<Entry> due_;         // passed deadlines, min-heap on at; capacity fixed by resize()
   size_t active_ = 0;
 };
 

@@ -192,6 +192,10 @@ class Endpoint {
   void reply_unknown_connection(const wire::UdpFrameView& v, const wire::PacketView& pv);
   // After any call into c: it may have work, and its deadline may have moved.
   void touched(const Connection& c);
+  // fn(connection) for the connection with this id (missing if there is
+  // none), then touched(): every call that may give a connection work.
+  template <typename R, typename Fn>
+  R with_connection(uint32_t id, R missing, Fn&& fn);
 
   EndpointConfig config_;
   MemoryTable memory_;
