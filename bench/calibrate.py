@@ -67,7 +67,7 @@ def measure(rate, args, work):
     with open(report) as f:
         r = json.load(f)
     row = {"rate_bps": rate, "report": report, "faithful": True, "problems": []}
-    busy = frame_p99 = timer_p99 = receive_p99 = 0.0
+    busy = frame_p99 = timer_p99 = receive_p99 = stall = 0.0
     for run in r["runs"]:
         fid = run.get("fidelity", {})
         row["faithful"] &= bool(fid.get("faithful", False))
@@ -77,10 +77,12 @@ def measure(rate, args, work):
             frame_p99 = max(frame_p99, w["frame_late_p99_us"])
             timer_p99 = max(timer_p99, w["timer_late_p99_us"])
             receive_p99 = max(receive_p99, w.get("receive_wait_p99_us", 0))
+            stall = max(stall, w.get("stall_max_us", 0))
         row[f"{run['job']}_goodput_bps"] = run["goodput_bps"]
     # The fabric's payload capacity: every plane's link at the rate, less the headers.
     capacity = rate * args.planes * args.mtu_payload / (args.mtu_payload + OVERHEAD)
     row.update(max_busy=busy, frame_late_p99_us=frame_p99, timer_late_p99_us=timer_p99, receive_wait_p99_us=receive_p99,
+               stall_max_us=stall,
                utilisation=row.get("metaroce_goodput_bps", 0) / capacity)
     row["sustained"] = (row["faithful"] and busy <= args.max_busy and row["utilisation"] >= args.min_utilisation)
     return row
@@ -127,11 +129,12 @@ def main():
                 break
 
     print(f"{'rate/link':>10}  {'MetaRoCE':>10}  {'RoCEv2':>10}  {'fabric use':>10}  {'busy max':>8}  "
-          f"{'frame p99':>9}  {'timer p99':>9}  {'recv p99':>9}  faithful  sustained")
+          f"{'frame p99':>9}  {'timer p99':>9}  {'recv p99':>9}  {'stall':>8}  faithful  sustained")
     for r in rows:
         print(f"{r['rate_bps'] / 1e6:>8g}M  {r.get('metaroce_goodput_bps', 0) / 1e9:>6.3f} Gb/s  "
               f"{r.get('rocev2_goodput_bps', 0) / 1e9:>6.3f} Gb/s  {r['utilisation']:>10.2f}  {r['max_busy']:>8.2f}  "
               f"{r['frame_late_p99_us']:>6.0f} us  {r['timer_late_p99_us']:>6.0f} us  {r['receive_wait_p99_us']:>6.0f} us  "
+              f"{r['stall_max_us'] / 1e3:>5.1f} ms  "
               f"{'yes' if r['faithful'] else 'NO':>8}  "
               f"{'yes' if r['sustained'] else 'NO'}")
         for p in r["problems"]:

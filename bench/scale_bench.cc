@@ -42,6 +42,32 @@ struct Case {
   std::string yaml;
 };
 
+// The scenario file of a case: its topology and base lines, then one job
+// per (from, to) pair over `per_job` connections, all started at once (the
+// last job is `with` every other), and the data check. Scenario time is
+// compressed 50x (sim.time_scale), so the file says 50x the simulated time.
+std::string scenario_yaml(const Case& c, const std::string& topology_and_base,
+                          const std::vector<std::pair<uint32_t, uint32_t>>& jobs, uint32_t per_job) {
+  const double scale = 0.02;
+  std::string y = "name: " + c.name + "\ndescription: \"" + c.what + "\"\nseed: 1\n" + topology_and_base;
+  y += "duration: " + std::to_string(static_cast<int>(c.sim_ms / scale)) + "ms\n";
+  y += "interval: " + std::to_string(static_cast<int>(c.sim_ms / scale / 4)) + "ms\n";
+  y += "jobs:\n";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    y += "  - {name: j" + std::to_string(i) + ", from: h" + std::to_string(jobs[i].first) + ", to: h" +
+         std::to_string(jobs[i].second) + ", transport: metaroce, size: 64K, connections: " + std::to_string(per_job);
+    if (i + 1 == jobs.size() && jobs.size() > 1) {
+      y += ", with: [";
+      for (size_t k = 0; k + 1 < jobs.size(); ++k) y += (k ? ", j" : "j") + std::to_string(k);
+      y += "]";
+    }
+    y += "}\n";
+  }
+  y += "assertions:\n  - {metric: data_errors, job: all, max: 0}\n";
+  y += "sim: {time_scale: " + std::to_string(scale) + "}\n";
+  return y;
+}
+
 // A ring: host i writes to host i+1 over `per_job` connections, every job at once.
 Case ring(uint32_t hosts, uint32_t planes, uint32_t per_job, double sim_ms) {
   Case c;
@@ -49,27 +75,12 @@ Case ring(uint32_t hosts, uint32_t planes, uint32_t per_job, double sim_ms) {
   c.what = std::to_string(hosts) + " hosts x " + std::to_string(planes) + " planes, ring, " +
            std::to_string(per_job) + " connections per host pair, 64 KiB WRITEs";
   c.hosts = hosts, c.planes = planes, c.connections = hosts * per_job, c.sim_ms = sim_ms;
-  // Scenario time is compressed 50x (sim.time_scale), so the file says 50x the simulated time.
-  const double scale = 0.02;
-  std::string y = "name: " + c.name + "\ndescription: \"" + c.what + "\"\nseed: 1\n";
-  y += "topology: {hosts: " + std::to_string(hosts) + ", planes: " + std::to_string(planes) + ", ecmp_links: 1}\n";
-  y += "base: {delay: 5us, rate: 25G}\n";
-  y += "duration: " + std::to_string(static_cast<int>(sim_ms / scale)) + "ms\n";
-  y += "interval: " + std::to_string(static_cast<int>(sim_ms / scale / 4)) + "ms\n";
-  y += "jobs:\n";
-  for (uint32_t i = 0; i < hosts; ++i) {
-    y += "  - {name: j" + std::to_string(i) + ", from: h" + std::to_string(i) + ", to: h" +
-         std::to_string((i + 1) % hosts) + ", transport: metaroce, size: 64K, connections: " + std::to_string(per_job);
-    if (i + 1 == hosts && hosts > 1) {
-      y += ", with: [";
-      for (uint32_t k = 0; k + 1 < hosts; ++k) y += (k ? ", j" : "j") + std::to_string(k);
-      y += "]";
-    }
-    y += "}\n";
-  }
-  y += "assertions:\n  - {metric: data_errors, job: all, max: 0}\n";
-  y += "sim: {time_scale: 0.02}\n";
-  c.yaml = y;
+  std::vector<std::pair<uint32_t, uint32_t>> jobs;
+  for (uint32_t i = 0; i < hosts; ++i) jobs.emplace_back(i, (i + 1) % hosts);
+  c.yaml = scenario_yaml(c,
+                         "topology: {hosts: " + std::to_string(hosts) + ", planes: " + std::to_string(planes) +
+                             ", ecmp_links: 1}\nbase: {delay: 5us, rate: 25G}\n",
+                         jobs, per_job);
   return c;
 }
 
@@ -83,29 +94,14 @@ Case clos(uint32_t hosts, uint32_t planes, uint32_t per_job, double sim_ms) {
   c.what = std::to_string(hosts) + " hosts x " + std::to_string(planes) + " planes, Clos (8 hosts per leaf, 4 spines), 16 senders x " +
            std::to_string(per_job) + " connections, permutation across leaves, 64 KiB WRITEs";
   c.hosts = hosts, c.planes = planes, c.connections = 16 * per_job, c.sim_ms = sim_ms;
-  const double scale = 0.02;
-  std::string y = "name: " + c.name + "\ndescription: \"" + c.what + "\"\nseed: 1\n";
-  y += "topology: {kind: clos, hosts: " + std::to_string(hosts) + ", planes: " + std::to_string(planes) +
-       ", hosts_per_leaf: 8, spines: 4, host_rate: 25G, spine_rate: 25G}\n";
-  y += "duration: " + std::to_string(static_cast<int>(sim_ms / scale)) + "ms\n";
-  y += "interval: " + std::to_string(static_cast<int>(sim_ms / scale / 4)) + "ms\n";
-  y += "jobs:\n";
   const uint32_t leaves = hosts / 8;
-  for (uint32_t i = 0; i < 16; ++i) {
-    const uint32_t src = (i % leaves) * 8 + (i / leaves) % 8;            // spread over the leaves
-    const uint32_t dst = ((i % leaves + 1) % leaves) * 8 + (i / leaves) % 8;  // same slot, next leaf
-    y += "  - {name: j" + std::to_string(i) + ", from: h" + std::to_string(src) + ", to: h" + std::to_string(dst) +
-         ", transport: metaroce, size: 64K, connections: " + std::to_string(per_job);
-    if (i == 0) {
-      y += ", with: [";
-      for (uint32_t k = 1; k < 16; ++k) y += (k > 1 ? ", j" : "j") + std::to_string(k);
-      y += "]";
-    }
-    y += "}\n";
-  }
-  y += "assertions:\n  - {metric: data_errors, job: all, max: 0}\n";
-  y += "sim: {time_scale: 0.02}\n";
-  c.yaml = y;
+  std::vector<std::pair<uint32_t, uint32_t>> jobs;
+  for (uint32_t i = 0; i < 16; ++i)  // spread over the leaves; same slot, next leaf
+    jobs.emplace_back((i % leaves) * 8 + (i / leaves) % 8, ((i % leaves + 1) % leaves) * 8 + (i / leaves) % 8);
+  c.yaml = scenario_yaml(c,
+                         "topology: {kind: clos, hosts: " + std::to_string(hosts) + ", planes: " +
+                             std::to_string(planes) + ", hosts_per_leaf: 8, spines: 4, host_rate: 25G, spine_rate: 25G}\n",
+                         jobs, per_job);
   return c;
 }
 

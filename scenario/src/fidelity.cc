@@ -97,6 +97,11 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       wf.timer_late_p99_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.99, &wf.timers_timed);
       wf.receive_wait_p50_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.5, &wf.frames_received);
       wf.receive_wait_p99_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.99, &wf.frames_received);
+      // q = 1: the highest bucket that gained a value.
+      for (const char* h : {"worker_frame_lateness_seconds", "worker_timer_lateness_seconds", "worker_receive_wait_seconds"}) {
+        uint64_t n = 0;
+        wf.stall_max_us = std::max(wf.stall_max_us, quantile_us(b, a, h, w, 1.0, &n));
+      }
       wf.realtime_share = value_of(a, "worker_realtime_share", l);
       wf.realtime_demotions = static_cast<uint64_t>(delta(b, a, "worker_realtime_demotions_total", l));
       const std::string who = a.daemon + " " + w + " worker";
@@ -120,6 +125,10 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       if (wf.frames_received > 0 && wf.receive_wait_p99_us * 1e3 > static_cast<double>(limits.max_receive_wait_p99_ns))
         f.problems.push_back(who + fmt(": p99 of received frames waited up to %.0f us for the worker (limit %.0f us)",
                                        wf.receive_wait_p99_us, limits.max_receive_wait_p99_ns / 1e3));
+      if (wf.stall_max_us * 1e3 > static_cast<double>(limits.max_stall_ns))
+        f.problems.push_back(who + fmt(": left a frame or timer waiting up to %.1f ms (limit %.1f ms): the host's "
+                                       "datapath stalled, an outage the fabric was not told to make",
+                                       wf.stall_max_us / 1e3, limits.max_stall_ns / 1e6));
       // Where the worker could not preempt ordinary threads, say so: that is
       // the first thing to change on such a host (scheduling.h).
       if (wf.realtime_share <= 0)

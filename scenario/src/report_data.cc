@@ -37,7 +37,7 @@
 //         "faithful": bool, "workers": [ { "daemon", "worker": str, "wall_s", "busy_fraction",
 //           "cpu_fraction", "run_delay_fraction": num, "frames_timed": uint, "frame_late_p50_us",
 //           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num,
-//           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num,
+//           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num, "stall_max_us": num,
 //           "realtime_share": num, "realtime_demotions": uint } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
 //     } ],
@@ -234,6 +234,7 @@ ojson to_json(const Report& r, const Derived& d) {
                            {"frames_received", w.frames_received},
                            {"receive_wait_p50_us", num_or_null(w.receive_wait_p50_us)},
                            {"receive_wait_p99_us", num_or_null(w.receive_wait_p99_us)},
+                           {"stall_max_us", num_or_null(w.stall_max_us)},
                            {"realtime_share", num_or_null(w.realtime_share)},
                            {"realtime_demotions", w.realtime_demotions}});
       fj["workers"] = std::move(ws);
@@ -470,6 +471,7 @@ RunResult read_run(const json& o, const std::string& at) {
       w.frames_received = get_uint(ws[i], "frames_received", wat);
       w.receive_wait_p50_us = get_num(ws[i], "receive_wait_p50_us", wat);
       w.receive_wait_p99_us = get_num(ws[i], "receive_wait_p99_us", wat);
+      w.stall_max_us = get_num(ws[i], "stall_max_us", wat);
       w.realtime_share = get_num(ws[i], "realtime_share", wat);
       w.realtime_demotions = get_uint(ws[i], "realtime_demotions", wat);
       f.workers.push_back(std::move(w));

@@ -438,7 +438,7 @@ std::string report_html(const Report& r) {
     h << "<section class=\"card\"><h2>Fidelity</h2><p class=\"note\">Whether this host's datapath kept up, so "
          "that the transports reacted to the emulated fabric: per worker, the share of the run it was busy, used a "
          "CPU, and waited for one; how late frames left the emulator and transport timers fired; how long received "
-         "frames may have waited for the worker (an upper bound); the share of every 10 ms it could run real-time, and in how many windows it used that up; frames lost by cause (emulator causes are the fabric at work; any other cause is the host).</p>";
+         "frames may have waited for the worker (an upper bound); the longest any one frame or timer waited (a stall of the whole datapath, once, hides under every p99); the share of every 10 ms it could run real-time, and in how many windows it used that up; frames lost by cause (emulator causes are the fabric at work; any other cause is the host).</p>";
     for (size_t i = 0; i < r.runs.size(); ++i) {
       const Fidelity& f = r.runs[i].fidelity;
       if (!f.measured) continue;
@@ -446,7 +446,7 @@ std::string report_html(const Report& r) {
         << "</span></h3>";
       h << "<table><thead><tr><th>daemon</th><th>worker</th><th>busy</th><th>CPU</th><th>waited for CPU</th>"
            "<th>frames late p50 / p99</th><th>timers late p50 / p99</th><th>received frames waited p50 / p99</th>"
-           "<th>real-time share (used up)</th></tr></thead><tbody>\n";
+           "<th>longest wait</th><th>real-time share (used up)</th></tr></thead><tbody>\n";
       for (const auto& w : f.workers)
         h << "<tr><td>" << esc(w.daemon) << "</td><td>" << esc(w.worker) << "</td><td>"
           << strf("%.1f%%", 100 * w.busy_fraction) << "</td><td>" << strf("%.1f%%", 100 * w.cpu_fraction) << "</td><td>"
@@ -457,7 +457,7 @@ std::string report_html(const Report& r) {
           << "</td><td>"
           << (w.frames_received ? strf("%.0f / %.0f us", w.receive_wait_p50_us, w.receive_wait_p99_us)
                                 : std::string("-"))
-          << "</td><td>"
+          << "</td><td>" << strf("%.1f ms", w.stall_max_us / 1e3) << "</td><td>"
           << (w.realtime_share > 0
                   ? strf("%.0f%%", 100 * w.realtime_share) + " (" + std::to_string(w.realtime_demotions) + ")"
                   : std::string("none"))

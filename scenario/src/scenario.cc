@@ -790,7 +790,7 @@ void Parser::sim(const YAML::Node& n, Scenario& s) const {
 void Parser::fidelity(const YAML::Node& n, Scenario& s) const {
   const MapView m = map(n, "fidelity",
                         {"max_run_delay", "max_busy", "max_frame_lateness_p99", "max_timer_lateness_p99",
-                         "max_receive_wait_p99", "max_datapath_drops"});
+                         "max_receive_wait_p99", "max_stall", "max_datapath_drops"});
   FidelityLimits& f = s.fidelity;
   if (const auto* v = m.find("max_run_delay")) f.max_run_delay_fraction = probability(*v, "fidelity.max_run_delay");
   if (const auto* v = m.find("max_busy")) f.max_busy_fraction = probability(*v, "fidelity.max_busy");
@@ -800,6 +800,7 @@ void Parser::fidelity(const YAML::Node& n, Scenario& s) const {
     f.max_timer_lateness_p99_ns = duration(*v, "fidelity.max_timer_lateness_p99", 1 * kUs, kSec);
   if (const auto* v = m.find("max_receive_wait_p99"))
     f.max_receive_wait_p99_ns = duration(*v, "fidelity.max_receive_wait_p99", 1 * kUs, kSec);
+  if (const auto* v = m.find("max_stall")) f.max_stall_ns = duration(*v, "fidelity.max_stall", 1 * kUs, kSec);
   if (const auto* v = m.find("max_datapath_drops"))
     f.max_datapath_drops = uint(*v, "fidelity.max_datapath_drops", 0, 1'000'000'000);
 }

@@ -149,6 +149,33 @@ TEST(Fidelity, AStalledReceiverIsInconclusiveThoughItHasNoTimers) {
   EXPECT_TRUE(ms::assess_fidelity({zero(fewer[0])}, fewer, ms::FidelityLimits{}).faithful());
 }
 
+// A single stall of the whole datapath: one timer in 10,001 fired ~4 ms late.
+// Every p99 is ~1 us, yet the longest wait is the stall, and a run whose
+// limit it breaks is INCONCLUSIVE.
+TEST(Fidelity, OneStallUnderEveryP99IsStillSeen) {
+  WorkerLoad once;
+  once.timers_late_1us = 10'000;
+  once.timers_late_4ms = 1;
+  const std::vector<ms::DaemonCounters> after = {daemon("h0", "endpoint", once)};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0])};
+  const ms::Fidelity loose = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  ASSERT_EQ(loose.workers.size(), 1u);
+  EXPECT_NEAR(loose.workers[0].timer_late_p99_us, 1.024, 1e-6);
+  EXPECT_NEAR(loose.workers[0].stall_max_us, 4194.304, 1e-3);
+  EXPECT_TRUE(loose.faithful()) << "4.2 ms is within the default limit";
+  ms::FidelityLimits strict;
+  strict.max_stall_ns = 2'000'000;
+  const ms::Fidelity f = ms::assess_fidelity(before, after, strict);
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_EQ(f.problems[0],
+            "h0 endpoint worker: left a frame or timer waiting up to 4.2 ms (limit 2.0 ms): the host's datapath "
+            "stalled, an outage the fabric was not told to make");
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
+  // With nothing late at all, the longest wait is the first bucket's bound.
+  const std::vector<ms::DaemonCounters> quiet = {daemon("h0", "endpoint", {})};
+  EXPECT_NEAR(ms::assess_fidelity({zero(quiet[0])}, quiet, strict).workers[0].stall_max_us, 1.024, 1e-6);
+}
+
 // A worker that could not run real-time (no CAP_SYS_NICE, or realtime_share
 // 0) has its problems say so: that is what to change on such a host. The
 // share is the gauge's value at the end, the demotions the run's increase.

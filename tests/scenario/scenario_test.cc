@@ -204,6 +204,7 @@ TEST(ScenarioParse, Defaults) {
   EXPECT_DOUBLE_EQ(s.sim.time_scale, 0.002);
   EXPECT_DOUBLE_EQ(s.link_rate_bps(), kDefaultLinkRateBps);
   EXPECT_EQ(s.fidelity.max_datapath_drops, 0u);
+  EXPECT_EQ(s.fidelity.max_stall_ns, FidelityLimits{}.max_stall_ns);
   EXPECT_EQ(s.mtu_payload, kDefaultMtuPayload);
   // A short duration caps the default interval.
   std::string shorter = kMinimal;
@@ -407,6 +408,8 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: fidelity.max_busy: probability out of range (allowed: a probability in [0, 1] such as 0.01, or a percentage such as 1%; got 2)");
   EXPECT_EQ(error_of(kMinimal + "fidelity: {max_frame_lateness_p99: 0}\n"),
             "f.yaml:7: fidelity.max_frame_lateness_p99: must be in [1us, 1s] (got 0)");
+  EXPECT_EQ(error_of(kMinimal + "fidelity: {max_stall: 2s}\n"),
+            "f.yaml:7: fidelity.max_stall: must be in [1us, 1s] (got 2s)");
   EXPECT_EQ(error_of(kMinimal + "seed: 1\nseed: 2\n"), "f.yaml:8: seed: duplicate key");
 }
 
