@@ -32,6 +32,21 @@ emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale) {
 }
 
 namespace {
+// A job's workload: depth WRITEs outstanding per connection and stream, each
+// in its own destination slot (sim/workload.h).
+sim::WriteWorkloadConfig sim_workload_config(const JobSpec& spec) {
+  sim::WriteWorkloadConfig wc;
+  wc.message_bytes = spec.message_bytes;
+  wc.depth = spec.job->queue_depth;
+  wc.streams = static_cast<uint16_t>(spec.job->streams);
+  wc.slots = 0;  // as many destination slots as WRITEs outstanding (depth)
+  wc.seed = spec.seed * 1000 + spec.index + 1;
+  wc.record_latency = true;
+  return wc;
+}
+}  // namespace
+
+namespace {
 
 constexpr uint32_t kIpBase = 0x0A000001;        // simulated only: 10.0.0.1, 10.0.0.2, ...
 constexpr uint32_t kRemoteIdOffset = 0x100000;  // responder-side ids (fit RoCEv2's 24-bit QPNs)
@@ -195,14 +210,7 @@ class SimBackend final : public Backend {
         if (r.owner.size() <= ca.local_id) r.owner.resize(ca.local_id + 1, nullptr);
         r.owner[ca.local_id] = &js;
       }
-      sim::WriteWorkloadConfig wc;
-      wc.message_bytes = spec.message_bytes;
-      wc.depth = j.queue_depth;
-      wc.streams = static_cast<uint16_t>(j.streams);
-      const uint32_t fit = static_cast<uint32_t>(std::max<uint64_t>(1, (64ull << 20) / spec.message_bytes));
-      wc.slots = std::max(j.queue_depth, std::min(std::max(2 * j.queue_depth, 32u), fit));
-      wc.seed = spec.seed * 1000 + spec.index + 1;
-      wc.record_latency = true;
+      const sim::WriteWorkloadConfig wc = sim_workload_config(spec);
       js.work = std::make_unique<sim::WriteWorkload>(r.sim, *r.eps[spec.src], static_cast<int>(spec.src),
                                                      *r.eps[spec.dst], js.conns, wc);
       r.senders[spec.src].push_back(&js);
