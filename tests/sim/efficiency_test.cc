@@ -1,7 +1,8 @@
 // The simulator's efficiency (issue 12): a host whose uplink is full sleeps
 // until the port drains or its next timer, not one nanosecond at a time; the
 // WRITE workload's buffers are what can be outstanding, and its verification
-// still catches a byte placed wrong.
+// still catches a byte placed wrong; a host's completion queue is sized to
+// its outstanding WRITEs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "metaroce/sim/simulator.h"
+#include "metaroce/sim/transfer.h"
 #include "metaroce/sim/workload.h"
 #include "metaroce/transport/endpoint.h"
 #include "metaroce/wire/metaroce.h"
@@ -184,6 +186,7 @@ TEST(SimEfficiency, WorkloadBuffersAreWhatCanBeOutstanding) {
   const uint64_t outstanding = 8ull * 16 * 64 * 1024;
   EXPECT_EQ(work.buffer_bytes(), outstanding + 64 * 1024 + 16 * 8 * 16);
   EXPECT_LT(work.buffer_bytes() / 8, 1100u * 1024) << "bytes per connection";
+  EXPECT_EQ(WriteWorkload::max_outstanding(8, wc), 128u);
   // Registered once per side, whatever the connection count.
   sim.on_host_activity([&](int h) { work.on_activity(h); });
   work.start();
@@ -230,6 +233,19 @@ TEST(SimEfficiency, WorkloadVerificationCatchesAByteChangedAfterPlacement) {
   ASSERT_TRUE(flipped);
   EXPECT_GT(work.messages_completed(), 16u);
   EXPECT_EQ(work.verify_failures(), 1u);
+}
+
+// run_transfer's sender has a completion queue as deep as its WRITEs
+// outstanding, and loses none.
+TEST(SimEfficiency, TransferCompletionQueueIsSizedAndNeverOverflows) {
+  TransferConfig cfg;
+  cfg.transport = transport::TransportKind::kRoCEv2;
+  cfg.duration_ns = 2'000'000;
+  cfg.warmup_ns = 0;
+  cfg.workload.depth = 16;
+  const TransferResult r = run_transfer(cfg);
+  EXPECT_TRUE(r.data_verified);
+  EXPECT_EQ(r.error_completions, 0u);
 }
 
 }  // namespace

@@ -59,6 +59,14 @@ class WriteWorkload {
   // slots), fixed from construction; what it costs per connection is this /
   // connections.
   uint64_t buffer_bytes() const { return pattern_.size() + dst_region_.size(); }
+  // Completions the source endpoint can hold at once for this workload: one
+  // per WRITE outstanding (connections x streams x depth). A completion stays
+  // outstanding until polled, and a slot is posted again only from its
+  // completion, so a completion queue this deep (per workload sharing it)
+  // cannot overflow.
+  static uint64_t max_outstanding(size_t connections, const WriteWorkloadConfig& cfg) {
+    return static_cast<uint64_t>(connections) * cfg.streams * cfg.depth;
+  }
   uint64_t error_completions() const { return errors_; }
   // Payload bytes completed on each connection, in src_conns order (all its streams).
   std::vector<uint64_t> bytes_by_connection() const;
