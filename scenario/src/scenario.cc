@@ -1010,18 +1010,18 @@ std::string check_runnable(const Scenario& s, bool live) {
   if (interval < 1000)
     return "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got " +
            units::format_duration_as_written(interval) + ")";
-  // Buffers the simulated WRITEs need: source and destination slots per lane.
+  // Buffers the simulated WRITEs need (sim/workload.h): a destination slot per
+  // WRITE outstanding, one source pattern per job.
   for (size_t i = 0; i < s.jobs.size(); ++i) {
     const Job& j = s.jobs[i];
     double size = j.message_bytes, conns = j.connections;
     if (s.sweep && s.sweep->parameter == "message_bytes") size = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
     if (s.sweep && s.sweep->parameter == "connections") conns = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
-    const double slots = std::max<double>(j.queue_depth, std::min<double>(std::max<double>(2.0 * j.queue_depth, 32),
-                                                                          std::floor((64.0 * 1024 * 1024) / size)));
-    const double bytes = 2 * slots * size * conns * j.streams;
+    const double slots = static_cast<double>(j.queue_depth) * conns * j.streams;
+    const double bytes = slots * size + size + 16 * slots;
     if (bytes > 2048.0 * 1024 * 1024)
       return "jobs[" + std::to_string(i) + "]: the simulator would need " + units::trimmed_fixed(bytes / (1024 * 1024), 0) +
-             " MiB of buffers (2 x queue_depth x size x connections x streams), at most 2048";
+             " MiB of buffers (queue_depth x size x connections x streams), at most 2048";
   }
   return {};
 }

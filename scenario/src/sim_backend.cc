@@ -32,6 +32,30 @@ emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale) {
 }
 
 namespace {
+// A job's workload: depth WRITEs outstanding per connection and stream, each
+// in its own destination slot (sim/workload.h).
+sim::WriteWorkloadConfig sim_workload_config(const JobSpec& spec) {
+  sim::WriteWorkloadConfig wc;
+  wc.message_bytes = spec.message_bytes;
+  wc.depth = spec.job->queue_depth;
+  wc.streams = static_cast<uint16_t>(spec.job->streams);
+  wc.slots = 0;  // as many destination slots as WRITEs outstanding (depth)
+  wc.seed = spec.seed * 1000 + spec.index + 1;
+  wc.record_latency = true;
+  return wc;
+}
+}  // namespace
+
+std::vector<uint32_t> sim_completion_queue_depths(const RunPlan& plan, uint32_t hosts) {
+  std::vector<uint64_t> n(hosts, 0);
+  for (const JobSpec& spec : plan.jobs)
+    if (spec.src < hosts) n[spec.src] += sim::WriteWorkload::max_outstanding(spec.connections, sim_workload_config(spec));
+  std::vector<uint32_t> out(hosts);
+  for (uint32_t h = 0; h < hosts; ++h) out[h] = static_cast<uint32_t>(std::clamp<uint64_t>(n[h], 1, 1u << 24));
+  return out;
+}
+
+namespace {
 
 constexpr uint32_t kIpBase = 0x0A000001;        // simulated only: 10.0.0.1, 10.0.0.2, ...
 constexpr uint32_t kRemoteIdOffset = 0x100000;  // responder-side ids (fit RoCEv2's 24-bit QPNs)
@@ -136,11 +160,13 @@ class SimBackend final : public Backend {
     using namespace transport;
     SimRun& r = *run_;
     const uint32_t H = r.hosts, P = r.planes;
+    const std::vector<uint32_t> cq_depth = sim_completion_queue_depths(plan, H);
     for (uint32_t h = 0; h < H; ++h) {
       EndpointConfig c;
       c.ip = ip_of(h);
       c.mac = mac_of(h);
       c.inbound_capacity_bps = plan.link_rate_bps * P;
+      c.completion_queue_depth = cq_depth[h];
       r.eps.push_back(std::make_unique<Endpoint>(c));
       r.sim.add_host(r.eps.back().get());
     }
@@ -195,14 +221,7 @@ class SimBackend final : public Backend {
         if (r.owner.size() <= ca.local_id) r.owner.resize(ca.local_id + 1, nullptr);
         r.owner[ca.local_id] = &js;
       }
-      sim::WriteWorkloadConfig wc;
-      wc.message_bytes = spec.message_bytes;
-      wc.depth = j.queue_depth;
-      wc.streams = static_cast<uint16_t>(j.streams);
-      const uint32_t fit = static_cast<uint32_t>(std::max<uint64_t>(1, (64ull << 20) / spec.message_bytes));
-      wc.slots = std::max(j.queue_depth, std::min(std::max(2 * j.queue_depth, 32u), fit));
-      wc.seed = spec.seed * 1000 + spec.index + 1;
-      wc.record_latency = true;
+      const sim::WriteWorkloadConfig wc = sim_workload_config(spec);
       js.work = std::make_unique<sim::WriteWorkload>(r.sim, *r.eps[spec.src], static_cast<int>(spec.src),
                                                      *r.eps[spec.dst], js.conns, wc);
       r.senders[spec.src].push_back(&js);
@@ -418,7 +437,10 @@ class SimBackend final : public Backend {
       rr.jain_fairness = jain_index(rr.connection_bytes);
       rr.sim_events = r.sim.events_processed();
       rr.verify_failures = js.work->verify_failures();
-      const uint64_t errors = js.work->error_completions();
+      // Sized to what the host's jobs can have outstanding, the queue cannot
+      // overflow; if it ever did, completions were lost: say so, never silently.
+      const uint64_t cq_lost = r.eps[js.spec.src]->counters().completion_queue_overflow;
+      const uint64_t errors = js.work->error_completions() + cq_lost;
       rr.verified = rr.messages > 0 && rr.verify_failures == 0 && errors == 0;
       const std::string first = js.first_error.empty() ? "" : " (first: " + js.first_error + ")";
       if (rr.verified) {
@@ -433,7 +455,9 @@ class SimBackend final : public Backend {
       }
       if (errors > 0) {
         rr.state = "failed";
-        rr.error = std::to_string(errors) + " WRITEs completed with an error" + first;
+        rr.error = cq_lost > 0 ? std::to_string(cq_lost) + " completions lost: host " + s_.host_order[js.spec.src] +
+                                     "'s completion queue overflowed"
+                               : std::to_string(errors) + " WRITEs completed with an error" + first;
       }
       rr.latency = summarise(js.work->latencies());
       for (size_t k = 1; k < r.snaps.size(); ++k) {

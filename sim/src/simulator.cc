@@ -139,10 +139,20 @@ void Simulator::service(int host) {
     for (size_t i = n; i < kBurst; ++i) free_packets_.push_back(slots[i]);
     if (n < kBurst) break;
   }
-  Nanos next = ep.next_deadline();
-  for (size_t p = 0; p < planes; ++p)
-    if (!fabric_.egress_ready(host, static_cast<uint8_t>(p), now_))
-      next = std::min(next, fabric_.egress_ready_at(host, static_cast<uint8_t>(p), now_));
+  // Sleep until the engine's next timer or, for a plane whose uplink is full,
+  // until it can take a frame again: work blocked on a full uplink (data, an
+  // owed ACK) waits for the port, not for a clock tick. With no plane able to
+  // take a frame the engine cannot act at all (its timers run inside poll_tx,
+  // which is offered a plane or not called), so the host sleeps until the
+  // first plane drains whatever its deadlines say. A deadline at or before now
+  // otherwise is a timer poll_tx did not serve; it is retried 1 ns later.
+  Nanos drained = transport::kNever;
+  bool any_ready = false;
+  for (size_t p = 0; p < planes; ++p) {
+    if (fabric_.egress_ready(host, static_cast<uint8_t>(p), now_)) any_ready = true;
+    else drained = std::min(drained, fabric_.egress_ready_at(host, static_cast<uint8_t>(p), now_));
+  }
+  const Nanos next = any_ready ? std::min(ep.next_deadline(), drained) : drained;
   if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));
 }
 
@@ -194,6 +204,7 @@ void Simulator::run_until(Nanos t) {
         break;
       }
       case Kind::kWake:
+        ++wakes_;
         if (wake_at_[e.host] == e.at) wake_at_[e.host] = transport::kNever;
         if (activity_) activity_(e.host);
         service(e.host);

@@ -9,24 +9,39 @@ namespace metaroce::sim {
 WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_host, transport::Endpoint& dst,
                              std::vector<uint32_t> src_conns, const WriteWorkloadConfig& cfg)
     : sim_(sim), src_(src), src_host_(src_host), dst_(dst), cfg_(cfg) {
-  if (cfg_.slots < cfg_.depth) throw std::invalid_argument("slots: must be >= depth");
-  const size_t lane_bytes = static_cast<size_t>(cfg_.slots) * cfg_.message_bytes;
+  slots_ = cfg_.slots ? cfg_.slots : cfg_.depth;
+  if (slots_ < cfg_.depth || slots_ == 0) throw std::invalid_argument("slots: must be >= depth");
   connections_ = src_conns.size();
+  const size_t lanes = src_conns.size() * cfg_.streams;
+  const size_t total_slots = lanes * slots_;
+  // Two pattern offsets per destination slot (8 bytes apart), so every
+  // outstanding message reads its own window and a slot's successive messages
+  // differ. The pattern is random and aperiodic: windows at different offsets
+  // differ, so bytes placed in the wrong slot or at the wrong offset show.
+  pattern_.resize(cfg_.message_bytes + 16 * total_slots);
+  uint64_t x = cfg_.seed * 0x9E3779B97F4A7C15ull | 1;
+  for (size_t i = 0; i + 8 <= pattern_.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(pattern_.data() + i, &x, 8);
+  }
+  for (size_t i = pattern_.size() & ~size_t{7}; i < pattern_.size(); ++i) pattern_[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+  dst_region_.assign(total_slots * cfg_.message_bytes, 0xEE);
+  if (!pattern_.empty())
+    src_key_ = *src_.register_memory(pattern_.data(), pattern_.size(), transport::kAccessLocalWrite);
+  if (!dst_region_.empty())
+    dst_key_ = *dst_.register_memory(dst_region_.data(), dst_region_.size(),
+                                     transport::kAccessLocalWrite | transport::kAccessRemoteWrite);
+  lanes_.reserve(lanes);
   for (size_t ci = 0; ci < src_conns.size(); ++ci) {
-    const uint32_t conn = src_conns[ci];
     for (uint16_t s = 0; s < cfg_.streams; ++s) {
       Lane lane;
-      lane.conn = conn;
+      lane.conn = src_conns[ci];
       lane.conn_index = static_cast<uint32_t>(ci);
       lane.stream = s;
-      buffers_.emplace_back(lane_bytes);
-      lane.src = buffers_.back().data();
-      buffers_.emplace_back(lane_bytes, 0xEE);
-      lane.dst = buffers_.back().data();
-      lane.src_key = *src_.register_memory(lane.src, lane_bytes, transport::kAccessLocalWrite);
-      lane.dst_key = *dst_.register_memory(lane.dst, lane_bytes, transport::kAccessLocalWrite |
-                                                                      transport::kAccessRemoteWrite);
-      lane.slots.resize(cfg_.slots);
+      lane.first_slot = static_cast<uint32_t>(lanes_.size() * slots_);
+      lane.slots.resize(slots_);
       lanes_.push_back(std::move(lane));
     }
   }
@@ -34,36 +49,30 @@ WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_h
   if (cfg_.record_latency) latencies_.reserve(1 << 16);
 }
 
-void WriteWorkload::fill(uint8_t* p, uint64_t message_id) {
-  uint64_t x = message_id * 0x9E3779B97F4A7C15ull ^ cfg_.seed;
-  const size_t words = cfg_.message_bytes / 8;
-  for (size_t i = 0; i < words; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(p + i * 8, &x, 8);
-  }
-  for (size_t i = words * 8; i < cfg_.message_bytes; ++i) p[i] = static_cast<uint8_t>(x >> (i % 8));
+const uint8_t* WriteWorkload::source(const Lane& lane, uint32_t idx, uint32_t use) const {
+  return pattern_.data() + 16 * static_cast<size_t>(lane.first_slot + idx) + 8 * (use & 1);
+}
+
+uint8_t* WriteWorkload::destination(const Lane& lane, uint32_t idx) {
+  return dst_region_.data() + static_cast<size_t>(lane.first_slot + idx) * cfg_.message_bytes;
 }
 
 void WriteWorkload::post_one(Lane& lane) {
   const uint32_t idx = lane.next_slot;
   Slot& slot = lane.slots[idx];
   if (slot.busy) return;
-  lane.next_slot = (lane.next_slot + 1) % cfg_.slots;
+  lane.next_slot = (lane.next_slot + 1) % slots_;
   slot.busy = true;
-  slot.message_id = next_message_++;
+  ++slot.uses;
   slot.posted_at = sim_.now();
-  uint8_t* src = lane.src + static_cast<size_t>(idx) * cfg_.message_bytes;
-  fill(src, slot.message_id);
   transport::WorkRequest wr;
   wr.wr_id = (static_cast<uint64_t>(&lane - lanes_.data()) << 32) | idx;
   wr.verb = transport::Verb::kWrite;
-  wr.local_addr = reinterpret_cast<uint64_t>(src);
-  wr.lkey = lane.src_key;
+  wr.local_addr = reinterpret_cast<uint64_t>(source(lane, idx, slot.uses));
+  wr.lkey = src_key_;
   wr.length = cfg_.message_bytes;
-  wr.remote_addr = reinterpret_cast<uint64_t>(lane.dst + static_cast<size_t>(idx) * cfg_.message_bytes);
-  wr.rkey = lane.dst_key;
+  wr.remote_addr = reinterpret_cast<uint64_t>(destination(lane, idx));
+  wr.rkey = dst_key_;
   if (src_.post(lane.conn, lane.stream, wr) != transport::PostError::kOk) {
     slot.busy = false;
     ++errors_;
@@ -88,7 +97,7 @@ void WriteWorkload::on_activity(int host) {
 void WriteWorkload::on_completion(const transport::Completion& wc) {
   const size_t li = wc.wr_id >> 32;
   const uint32_t idx = static_cast<uint32_t>(wc.wr_id);
-  if (li >= lanes_.size() || idx >= cfg_.slots) {
+  if (li >= lanes_.size() || idx >= slots_) {
     ++errors_;
     return;
   }
@@ -98,9 +107,8 @@ void WriteWorkload::on_completion(const transport::Completion& wc) {
     ++errors_;
     return;
   }
-  uint8_t* dst = lane.dst + static_cast<size_t>(idx) * cfg_.message_bytes;
-  const uint8_t* src = lane.src + static_cast<size_t>(idx) * cfg_.message_bytes;
-  if (std::memcmp(dst, src, cfg_.message_bytes) != 0) ++verify_failures_;
+  uint8_t* dst = destination(lane, idx);
+  if (std::memcmp(dst, source(lane, idx, lane.slots[idx].uses), cfg_.message_bytes) != 0) ++verify_failures_;
   std::memset(dst, 0xEE, cfg_.message_bytes);
   bytes_ += cfg_.message_bytes;
   lane.bytes += cfg_.message_bytes;

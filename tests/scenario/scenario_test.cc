@@ -561,7 +561,7 @@ TEST(ScenarioRunnable, SimulatorRunsWritesOnly) {
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "  - {name: c, from: h0, to: h1, op: read}\n"), false),
             "jobs[2].op: the simulator runs write only (got read)");
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "  - {name: c, from: h0, to: h1, size: 16M, connections: 64}\n"), false),
-            "jobs[2]: the simulator would need 32768 MiB of buffers (2 x queue_depth x size x connections x streams), "
+            "jobs[2]: the simulator would need 16400 MiB of buffers (queue_depth x size x connections x streams), "
             "at most 2048");
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "interval: 10ms\nsim: {time_scale: 0.00005}\n"), false),
             "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got 500ns)");

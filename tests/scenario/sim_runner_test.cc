@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/report.h"
 #include "metaroce/scenario/scenario.h"
+#include "metaroce/scenario/sim_backend.h"
 
 namespace metaroce::scenario {
 namespace {
@@ -422,6 +424,37 @@ assertions:
   EXPECT_GT(r.runs[1].goodput_bps / capacity, 0.3);
   EXPECT_GT(marks, 0u);
   for (const auto& a : r.assertions) EXPECT_TRUE(a.passed) << a.text << ": " << a.detail;
+}
+
+// Each simulated host's completion queue holds what its jobs can have
+// outstanding (it was 65,536 entries, 2 MiB, on every host), and a run with
+// several jobs sending from one host loses no completion.
+TEST(SimRunner, CompletionQueuePerHostIsWhatItsJobsCanHaveOutstanding) {
+  const Scenario s = parse(R"(name: cq
+description: three jobs, two from h0
+topology: {hosts: 3, planes: 2, ecmp_links: 1}
+base: {delay: 5us, rate: 25G}
+duration: 1500ms
+interval: 250ms
+jobs:
+  - {name: a, from: h0, to: h1, size: 16K, paths: 2, connections: 4, streams: 2, queue_depth: 16, with: [b, c]}
+  - {name: b, from: h0, to: h2, size: 16K, transport: rocev2, connections: 2, queue_depth: 8}
+  - {name: c, from: h1, to: h2, size: 16K, paths: 2, queue_depth: 32}
+assertions:
+  - {metric: data_errors, job: all, max: 0}
+  - {metric: job_succeeded, job: all}
+)");
+  const std::vector<RunPlan> plans = plan_scenario(s);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(sim_completion_queue_depths(plans[0], 3), (std::vector<uint32_t>{4 * 2 * 16 + 2 * 8, 32, 1}));
+  const Report r = run_scenario_sim(s);
+  ASSERT_EQ(r.runs.size(), 3u);
+  const std::map<std::string, uint64_t> outstanding = {{"a", 128}, {"b", 16}, {"c", 32}};
+  for (const auto& run : r.runs) {
+    EXPECT_TRUE(run.verified) << run.job << ": " << run.verification;
+    EXPECT_EQ(run.state, "done") << run.job << ": " << run.error;
+    EXPECT_GT(run.messages, 2 * outstanding.at(run.job)) << run.job << ": every slot reused, completions polled";
+  }
 }
 
 TEST(SimRunner, EverySweepParameterApplies) {

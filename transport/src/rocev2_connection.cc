@@ -336,7 +336,8 @@ class RoceConnection final : public Connection {
 
   bool poll_tx(TxFrame& f, uint64_t ready, Nanos now) override {
     last_now_ = now;
-    if (!((ready >> cfg_.paths[0].plane) & 1)) return false;
+    plane_blocked_ = !((ready >> cfg_.paths[0].plane) & 1);
+    if (plane_blocked_) return false;
     if (ctl_pending_ || ack_due_) return send_aeth(f);
     // Retransmission timer: no progress for an RTO -> go back to the oldest unacknowledged PSN.
     const Nanos timeout = rto_ << std::min<uint32_t>(backoff_, 8);
@@ -446,12 +447,23 @@ class RoceConnection final : public Connection {
     return true;
   }
 
+  // Timers only, and only those poll_tx can serve. An ACK or NAK owed
+  // (ctl_pending_, ack_due_) is not a timer: it goes out at the first poll_tx
+  // that offers this QP's plane, as MetaRoCE's owed ACKs do, and the endpoint
+  // keeps the QP active until then (Endpoint::poll_tx asks it again while its
+  // plane is not ready). Likewise a timer that had expired when the last
+  // poll_tx found the plane full: poll_tx serves it only with the plane (it
+  // could send nothing before), at the first poll that offers it. Reporting
+  // either as due made a driver whose uplink was full poll again at once: the
+  // simulator woke the host every nanosecond until the port drained (a
+  // two-way RoCEv2 pair ran 5x slower than one way), and the live worker read
+  // the stale time as a late timer (poll_lateness, timer_granularity).
   Nanos next_deadline() const override {
-    if (ctl_pending_ || ack_due_) return last_now_;
     if (error_) return kNever;  // nothing more will be sent
     Nanos d = kNever;
     if (psn_diff(psn_max_, psn_una_) > 0) d = last_progress_ + (rto_ << std::min<uint32_t>(backoff_, 8));
     if (resume_at_ > last_now_) d = std::min(d, resume_at_);
+    if (plane_blocked_ && d <= last_now_) return kNever;  // served when the plane is offered
     return d;
   }
 
@@ -504,6 +516,7 @@ class RoceConnection final : public Connection {
   // Responder.
   uint32_t epsn_ = 0, msn_ = 0, since_ack_ = 0;
   bool nak_sent_ = false, ack_due_ = false, resp_error_ = false;
+  bool plane_blocked_ = false;  // the last poll_tx found this QP's plane unable to take a frame
   bool ctl_pending_ = false;
   uint8_t ctl_syndrome_ = 0;
   uint32_t ctl_psn_ = 0;

@@ -32,5 +32,13 @@ emulator::LinkPatch emulator_patch(const FabricChange& c, double time_scale);
 emulator::FabricConfig emulator_fabric(const Scenario& s, uint32_t planes);
 // The run's timeline in simulated time (instants scaled by time_scale).
 emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale);
+// Each simulated host's completion queue depth: the WRITEs its jobs can have
+// outstanding (connections x streams x queue depth, summed over the jobs it
+// sends from; at least 1). A completion waits in the queue only until the
+// host's next activity polls it, and a job posts again only from a polled
+// completion, so the queue cannot overflow; were it ever to, the run reports
+// the lost completions as an error. (The engine's default, 65,536 entries or
+// 2 MiB per host, made endpoints most of a 1,024-host run's memory.)
+std::vector<uint32_t> sim_completion_queue_depths(const RunPlan& plan, uint32_t hosts);
 
 }  // namespace metaroce::scenario

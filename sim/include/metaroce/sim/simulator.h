@@ -136,6 +136,9 @@ class Simulator {
 
   void run_until(Nanos t);
   uint64_t events_processed() const { return events_; }
+  // Timed wake-ups serviced (a host's deadline or its uplink draining; frames
+  // delivered are not counted), all hosts together.
+  uint64_t wakes() const { return wakes_; }
 
  private:
   enum class Kind : uint8_t { kDeliver, kWake, kControl };
@@ -172,7 +175,7 @@ class Simulator {
   std::function<void(const FrameEvent&)> frame_observer_;
   std::vector<uint32_t> tx_slots_;
   Nanos now_ = 0;
-  uint64_t seq_ = 0, events_ = 0;
+  uint64_t seq_ = 0, events_ = 0, wakes_ = 0;
 };
 
 }  // namespace metaroce::sim

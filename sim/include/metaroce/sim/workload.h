@@ -1,11 +1,20 @@
 // Saturating, self-verifying WRITE traffic between two simulated endpoints.
 //
-// Each connection keeps `depth` WRITEs outstanding. Every message has its own
-// freshly generated content in a source slot; when the sender's completion
-// arrives, the destination slot must equal the source byte for byte (the
-// receiver placed everything before the sender completed), then the
-// destination is scribbled over so the next message in that slot must
-// rewrite every byte. Any mismatch is counted, never ignored.
+// Each connection keeps `depth` WRITEs outstanding. A message is read from a
+// source pattern (random bytes, generated once per workload and never
+// written again) at an offset that no other outstanding message uses and
+// that alternates between successive messages of the same destination slot;
+// when the sender's completion arrives, the destination slot must equal that
+// window of the pattern byte for byte (the receiver placed everything before
+// the sender completed), then the destination is scribbled over so the next
+// message in that slot must rewrite every byte. Any mismatch is counted,
+// never ignored.
+//
+// Memory: one registered region per side and workload (the pattern at the
+// source, every connection's destination slots at the destination, each
+// connection and stream addressing its own slots at an offset): message
+// bytes + 16 B per slot at the source, slots x message bytes at the
+// destination; by default slots = depth, what can be outstanding.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +29,7 @@ struct WriteWorkloadConfig {
   uint32_t message_bytes = 64 * 1024;
   uint32_t depth = 16;       // outstanding WRITEs per connection and stream
   uint16_t streams = 1;      // streams used per connection
-  uint32_t slots = 64;       // buffers per connection and stream (>= depth)
+  uint32_t slots = 0;        // destination slots per connection and stream (>= depth; 0: depth)
   uint64_t seed = 1;
   bool record_latency = false;  // keep every message's post-to-completion time (latencies())
 };
@@ -46,6 +55,18 @@ class WriteWorkload {
   uint64_t bytes_completed() const { return bytes_; }
   uint64_t messages_completed() const { return messages_; }
   uint64_t verify_failures() const { return verify_failures_; }
+  // Payload buffers the workload allocated (source pattern + destination
+  // slots), fixed from construction; what it costs per connection is this /
+  // connections.
+  uint64_t buffer_bytes() const { return pattern_.size() + dst_region_.size(); }
+  // Completions the source endpoint can hold at once for this workload: one
+  // per WRITE outstanding (connections x streams x depth). A completion stays
+  // outstanding until polled, and a slot is posted again only from its
+  // completion, so a completion queue this deep (per workload sharing it)
+  // cannot overflow.
+  static uint64_t max_outstanding(size_t connections, const WriteWorkloadConfig& cfg) {
+    return static_cast<uint64_t>(connections) * cfg.streams * cfg.depth;
+  }
   uint64_t error_completions() const { return errors_; }
   // Payload bytes completed on each connection, in src_conns order (all its streams).
   std::vector<uint64_t> bytes_by_connection() const;
@@ -59,33 +80,35 @@ class WriteWorkload {
 
  private:
   struct Slot {
-    uint64_t message_id = 0;
     Nanos posted_at = 0;
+    uint32_t uses = 0;  // messages posted from this slot so far
     bool busy = false;
   };
   struct Lane {  // one (connection, stream)
     uint32_t conn;
     uint16_t stream;
-    uint8_t* src;
-    uint8_t* dst;
-    uint32_t src_key, dst_key;
+    uint32_t first_slot;  // its slots' index in the destination region
     std::vector<Slot> slots;
     uint32_t next_slot = 0;
     uint32_t conn_index;  // position of conn in src_conns
     uint64_t bytes = 0;   // completed and verified on this lane
   };
   void post_one(Lane& lane);
-  void fill(uint8_t* p, uint64_t message_id);
+  // The source bytes of the message in (lane, slot idx) at that slot's use'th use.
+  const uint8_t* source(const Lane& lane, uint32_t idx, uint32_t use) const;
+  uint8_t* destination(const Lane& lane, uint32_t idx);
 
   Simulator& sim_;
   transport::Endpoint& src_;
   int src_host_;
   transport::Endpoint& dst_;
   WriteWorkloadConfig cfg_;
-  std::vector<std::vector<uint8_t>> buffers_;
+  uint32_t slots_ = 0;               // destination slots per lane
+  std::vector<uint8_t> pattern_;     // source: message bytes + 16 B per destination slot
+  std::vector<uint8_t> dst_region_;  // destination: lanes x slots_ x message bytes
+  uint32_t src_key_ = 0, dst_key_ = 0;
   std::vector<Lane> lanes_;
   size_t connections_ = 0;
-  uint64_t next_message_ = 1;
   uint64_t bytes_ = 0, messages_ = 0, verify_failures_ = 0, errors_ = 0;
   std::vector<Sample> samples_;
   std::vector<Nanos> latencies_;
