@@ -252,6 +252,14 @@ bool EndpointWorker::step(Nanos now) {
   for (size_t p = 0; p < port_model_.size(); ++p)
     if (!port_model_[p].ready(emulator::kNicQueueBytes, now))
       port_ready_at_ = std::min(port_ready_at_, port_model_[p].ready_at(emulator::kNicQueueBytes, now));
+  // A full tx ring drains by itself (the kernel or the NIC takes its
+  // descriptors) with no event to wake the worker, and what waits for it (an
+  // owed ACK, a due retransmission) has no deadline of its own: look again
+  // without blocking, or it would wait up to max_block_ns, a delay the host
+  // and not the fabric made.
+  if (ep_.connections_waiting() > 0)
+    for (Port* port : ports_)
+      if (!port->tx_ready()) port_ready_at_ = now;
   return work;
 }
 

@@ -160,6 +160,9 @@ class Endpoint {
     return n;
   }
   Nanos next_deadline() const;
+  // Connections poll_tx will ask again: some may wait only for a plane to
+  // take a frame (an owed ACK has no deadline), which no timer announces.
+  size_t connections_waiting() const { return schedule_.active(); }
 
   // Operator actions and observability.
   bool set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port);
