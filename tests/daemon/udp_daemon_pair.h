@@ -162,8 +162,13 @@ inline v1::ConnectionParams small_params(uint16_t udp_port, uint32_t message_byt
 
 // A verified WRITE job of `connections` connections from a to b, `iterations`
 // messages per connection; blocks until it ends (Traffic.Watch). The final JobInfo.
+// *setup_s (optional): seconds from Start until the first progress event of the
+// running job, less its first interval (the event's end_ns): the connections'
+// set-up, to within the 100 ms the job thread may take to notice its start.
 inline grpc::Status run_write_job(UdpDaemonPair& d, uint32_t connections, uint64_t iterations, uint32_t message_bytes,
-                                  v1::JobInfo* out, std::chrono::seconds limit = std::chrono::seconds(600)) {
+                                  v1::JobInfo* out, std::chrono::seconds limit = std::chrono::seconds(600),
+                                  double* setup_s = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
   v1::StartJobRequest req;
   v1::JobSpec& spec = *req.mutable_spec();
   spec.set_operation(v1::OPERATION_WRITE);
@@ -189,7 +194,13 @@ inline grpc::Status run_write_job(UdpDaemonPair& d, uint32_t connections, uint64
     w.set_id(started.id());
     auto reader = d.traffic(0).Watch(&ctx, w);
     v1::JobProgress p;
+    bool first = true;
     while (reader->Read(&p)) {
+      if (first && setup_s) {
+        *setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+                   static_cast<double>(p.end_ns()) / 1e9;
+      }
+      first = false;
     }
     reader->Finish();  // the stream ends with the job (or the deadline)
   }
