@@ -47,6 +47,8 @@ constexpr uint32_t kMaxRunningJobs = 16;
 // they took 1.5 ms per connection, 24 s to set up 16,000; this many in flight
 // overlap the waits.
 constexpr unsigned kSetupCallsInFlight = 8;
+// JobResult.paths lists the paths of this many connections; JobResult.planes sums them all.
+constexpr size_t kResultPathConnections = 1024;
 
 // Runs fn(i) for every i in [0, n) on up to `threads` threads (this one
 // included); stops handing out indices once an fn returns false or `stop` is set.
@@ -479,6 +481,20 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     for (size_t p = 0; p < s.paths.size(); ++p) {
       const auto& ps = s.paths[p];
       changes += ps.state_changes;
+      v1::PlaneResult* plane = nullptr;
+      for (auto& pl : *res.mutable_planes())
+        if (pl.plane() == ps.plane) plane = &pl;
+      if (!plane) plane = res.add_planes(), plane->set_plane(ps.plane);
+      plane->set_paths(plane->paths() + 1);
+      plane->set_goodput_bps(plane->goodput_bps() +
+                             (elapsed_s > 0 ? static_cast<double>(ps.payload_bytes_acked) * 8 / elapsed_s : 0));
+      plane->set_retransmits(plane->retransmits() + ps.retransmits);
+      plane->set_state_changes(plane->state_changes() + ps.state_changes);
+      plane->set_rtos(plane->rtos() + ps.rtos);
+      if (ci >= kResultPathConnections) {
+        res.set_paths_omitted(res.paths_omitted() + 1);
+        continue;
+      }
       auto* pr = res.add_paths();
       pr->set_connection(ids[ci]);
       pr->set_path(static_cast<uint32_t>(p));
