@@ -82,10 +82,9 @@ int cmd_status(Invocation& inv) {
       {"planes", fmt::format("{}", info.planes())},
       {"connections", info.max_connections() ? fmt::format("{} of {}", info.connections(), info.max_connections())
                                               : fmt::format("{}", info.connections())},
-      {"connection state", info.connections() ? fmt::format("{} ({} per connection)",
-                                                            format_size(info.connection_state_bytes()),
-                                                            format_size(info.connection_state_bytes() / info.connections()))
-                                              : format_size(info.connection_state_bytes())},
+      {"connection state", info.connections() ? fmt::format("{} bytes ({} per connection)", info.connection_state_bytes(),
+                                                            info.connection_state_bytes() / info.connections())
+                                              : fmt::format("{} bytes", info.connection_state_bytes())},
       {"jobs running", fmt::format("{}", info.jobs_running())},
       {"peer address", info.peer_address().empty() ? std::string("-") : info.peer_address()},
   }));
