@@ -146,9 +146,16 @@ int cmd_connection_create(Invocation& inv, const std::string& peer, const Connec
 
 int cmd_connection_list(Invocation& inv) {
   Client& c = inv.client();
-  const auto list = c.call<v1::ListConnectionsResponse>("Connections.List", [&](auto* ctx, auto* r) {
-    return c.connections().List(ctx, v1::ListConnectionsRequest{}, r);
-  });
+  // Page after page (the daemon's page size), joined into one answer.
+  v1::ListConnectionsResponse list;
+  v1::ListConnectionsRequest request;
+  do {
+    const auto page = c.call<v1::ListConnectionsResponse>(
+        "Connections.List", [&](auto* ctx, auto* r) { return c.connections().List(ctx, request, r); });
+    for (const v1::ConnectionInfo& info : page.connections()) *list.add_connections() = info;
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  list.set_total(static_cast<std::uint32_t>(list.connections_size()));
   if (inv.json) {
     print_json(list);
     return kExitOk;

@@ -80,7 +80,11 @@ int cmd_status(Invocation& inv) {
                        ? std::string("-")
                        : fmt::format("{} ({})", info.endpoint_address(), info.endpoint_mac())},
       {"planes", fmt::format("{}", info.planes())},
-      {"connections", fmt::format("{}", info.connections())},
+      {"connections", info.max_connections() ? fmt::format("{} of {}", info.connections(), info.max_connections())
+                                              : fmt::format("{}", info.connections())},
+      {"connection state", info.connections() ? fmt::format("{} bytes ({} per connection)", info.connection_state_bytes(),
+                                                            info.connection_state_bytes() / info.connections())
+                                              : fmt::format("{} bytes", info.connection_state_bytes())},
       {"jobs running", fmt::format("{}", info.jobs_running())},
       {"peer address", info.peer_address().empty() ? std::string("-") : info.peer_address()},
   }));

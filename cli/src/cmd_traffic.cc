@@ -20,6 +20,7 @@
 
 #include "client.h"
 #include "metaroce/api/operation_codec.h"
+#include "metaroce/transport/connection_params.h"
 #include "commands.h"
 #include "render.h"
 #include "units.h"
@@ -38,7 +39,7 @@ struct TrafficFlags {
   bool bidirectional = false;
   std::string op = "write";
   std::string size, sizes, size_sweep;
-  std::uint32_t connections = 1;
+  std::uint32_t connections = static_cast<std::uint32_t>(metaroce::transport::kParamJobConnections.default_value);
   ConnectionFlags connection;
   std::string duration;
   std::uint64_t iterations = 0;
@@ -65,6 +66,8 @@ v1::JobSpec build_job_spec(const TrafficFlags& f) {
   else sizes = {atomic ? 8u : 65536u};  // perftest's default size; atomics are 8 bytes
   if (!f.size.empty() && sizes.size() != 1) throw UsageError("--size: one size (use --sizes for a list)");
   for (std::uint32_t s : sizes) spec.add_message_bytes(s);
+  if (!metaroce::transport::kParamJobConnections.accepts(f.connections))
+    throw UsageError(metaroce::transport::kParamJobConnections.refusal("--connections", f.connections));
   spec.set_connections(f.connections);
   *spec.mutable_params() = build_params(f.connection);
   // Sizes above the 1 MiB default need a larger max message on both halves.
@@ -452,7 +455,10 @@ void add_traffic_commands(CLI::App& app, Context& ctx) {
     CLI::Option* sweep = sub->add_option("--size-sweep", tf.size_sweep, "MIN:MAX, powers of two, e.g. 2:8M");
     size->excludes(sizes)->excludes(sweep);
     sizes->excludes(sweep);
-    sub->add_option("--connections", tf.connections, "connections per peer, [1, 64]")->capture_default_str();
+    sub->add_option("--connections", tf.connections,
+                    "connections to each peer (a job holds this x its peers; each counts against both daemons' "
+                    "endpoint.max_connections), " + metaroce::transport::kParamJobConnections.range_text())
+        ->capture_default_str();
     add_connection_flags(sub, tf.connection);
     CLI::Option* duration = sub->add_option("--duration", tf.duration, "per size, e.g. 10s (default 5s)");
     sub->add_option("--iterations", tf.iterations, "messages per size and connection")->excludes(duration);

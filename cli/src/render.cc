@@ -188,6 +188,8 @@ std::string render_job_summary(const v1::JobInfo& job) {
     }
     out += '\n';
     out += paths.render();
+    if (r.paths_omitted() > 0)
+      out += fmt::format("({} more paths, of connections beyond the first 1,024, are not listed)\n", r.paths_omitted());
   }
   return out;
 }

@@ -236,11 +236,19 @@ class LiveBackend final : public ms::Backend {
       rr.rtos = res.rtos();
       rr.data_packets = res.data_packets_sent();
       rr.path_state_changes = res.path_state_changes();
-      for (const auto& p : res.paths()) {
+      // By plane: JobResult.planes sums every path (paths lists only the first
+      // 1,024 connections'); a daemon without planes lists every path.
+      for (const auto& p : res.planes()) {
         if (p.plane() >= rr.planes.size()) rr.planes.resize(p.plane() + 1);
         ms::PlaneFigures& f = rr.planes[p.plane()];
         f.rtos += p.rtos(), f.retransmits += p.retransmits(), f.state_changes += p.state_changes();
       }
+      if (res.planes_size() == 0)
+        for (const auto& p : res.paths()) {
+          if (p.plane() >= rr.planes.size()) rr.planes.resize(p.plane() + 1);
+          ms::PlaneFigures& f = rr.planes[p.plane()];
+          f.rtos += p.rtos(), f.retransmits += p.retransmits(), f.state_changes += p.state_changes();
+        }
       rr.verified = res.verified();
       rr.verification = res.verification();
       rr.fidelity = fidelity;

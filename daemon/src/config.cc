@@ -292,8 +292,11 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
     }
   }
   if (const auto n = root["metrics"]) {
-    r.expect_map(n, "metrics", {"listen"});
+    r.expect_map(n, "metrics", {"listen", "connection_series"});
     if (n["listen"]) c.metrics.listen = r.str(n["listen"], "metrics.listen");
+    if (n["connection_series"])
+      c.metrics.connection_series = static_cast<uint32_t>(r.uint(
+          n["connection_series"], "metrics.connection_series", kConnectionSeriesRange.min, kConnectionSeriesRange.max));
   }
 
   // Lab shortcut: derive interfaces and addresses from a lab description.
@@ -364,7 +367,8 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
         e.realtime_share = r.real(n["realtime_share"], "endpoint.realtime_share", 0, datapath::kRealtimeShareMax);
       if (n["worker_cpu"]) e.worker_cpu = r.cpu(n["worker_cpu"], "endpoint.worker_cpu");
       if (n["max_connections"])
-        e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections", 1, 4096));
+        e.max_connections = static_cast<uint32_t>(r.uint(n["max_connections"], "endpoint.max_connections",
+                                                            kMaxConnectionsRange.min, kMaxConnectionsRange.max));
       if (n["max_region_bytes"])
         e.max_region_bytes = r.uint(n["max_region_bytes"], "endpoint.max_region_bytes", 64 << 10, 4ull << 30);
       if (n["memory_budget_bytes"])
@@ -521,7 +525,7 @@ nlohmann::json config_json(const DaemonConfig& c) {
                         {"peer_address", c.control.peer_address},
                         {"peer_token_file", c.control.peer_token_file},
                         {"peer_tls", tls_json(c.control.peer_tls)}}},
-                      {"metrics", {{"listen", c.metrics.listen}}}};
+                      {"metrics", {{"listen", c.metrics.listen}, {"connection_series", c.metrics.connection_series}}}};
   if (c.endpoint) {
     const auto& e = *c.endpoint;
     j["endpoint"] = {{"datapath", e.datapath},

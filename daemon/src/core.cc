@@ -292,6 +292,12 @@ void DaemonCore::info(v1::DaemonInfo* out) {
     std::lock_guard<std::mutex> g(conns_mu_);
     out->set_connections(static_cast<uint32_t>(conns_.size()));
   }
+  if (endpoint_) {
+    out->set_max_connections(config_.endpoint->max_connections);
+    transport::EndpointCounters c;
+    datapath::WorkerStats w;
+    if (endpoint_->snapshot_counters(&c, &w)) out->set_connection_state_bytes(c.connection_state_bytes);
+  }
   out->set_jobs_running(jobs_running());
   out->set_peer_address(peer_address());
 }
@@ -325,11 +331,14 @@ grpc::Status DaemonCore::ports(v1::ListPortsResponse* out) {
 
 // ------------------------------------------------------------------ connections
 
-uint32_t DaemonCore::allocate_id() {
+uint32_t DaemonCore::allocate_id(size_t* held) {
   // 24-bit ids (RoCEv2 QP numbers, MetaRoCE connection ids), never 0, drawn
   // at random so a host that does not see them on the wire cannot guess a
-  // live one; ids in use are skipped.
+  // live one; ids in use are skipped. The limit is checked under the same
+  // lock, so concurrent creations (gRPC calls, a job's setup) never pass it.
   std::lock_guard<std::mutex> g(conns_mu_);
+  *held = conns_.size();
+  if (conns_.size() >= config_.endpoint->max_connections) return 0;
   for (;;) {
     const uint32_t id = static_cast<uint32_t>(id_random_() % 0xFFFFFF) + 1;
     if (!conns_.count(id)) {
@@ -432,14 +441,11 @@ grpc::Status DaemonCore::create_connection(const v1::CreateConnectionRequest& re
 grpc::Status DaemonCore::create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id,
                                                     uint32_t recv_bytes, v1::ConnectionInfo* out) {
   v1::ConnectionParams params = req.params();
-  {
-    std::lock_guard<std::mutex> g(conns_mu_);
-    if (conns_.size() >= config_.endpoint->max_connections)
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-              "connections: the daemon already has " + std::to_string(conns_.size()) +
-                  " (endpoint.max_connections)"};
-  }
-  const uint32_t id = allocate_id();
+  size_t held = 0;
+  const uint32_t id = allocate_id(&held);
+  if (id == 0)
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "connections: the daemon already has " + std::to_string(held) + " (endpoint.max_connections)"};
   auto forget = [&] {
     std::lock_guard<std::mutex> g(conns_mu_);
     conns_.erase(id);
@@ -511,7 +517,8 @@ grpc::Status DaemonCore::create_resolved_connection(const v1::CreateConnectionRe
     r.remote_length = aresp.remote_length_bytes();
     fill_info(r, nullptr, out);
   }
-  spdlog::info("connection {}: {} to {} ({}), {} paths, {} streams", id,
+  // A job's connections (up to 16,384 of them) log at debug; the job logs itself.
+  spdlog::log(job_id ? spdlog::level::debug : spdlog::level::info, "connection {}: {} to {} ({}), {} paths, {} streams", id,
                params.transport() == v1::TRANSPORT_ROCEV2 ? "rocev2" : "metaroce", aresp.responder_name(),
                req.peer_address(), params.paths(), params.streams());
   return grpc::Status::OK;
@@ -532,11 +539,6 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
   if (req.recv_message_bytes() > params.max_message_bytes())
     return invalid("recv_message_bytes",
                    range_text(0, params.max_message_bytes(), req.recv_message_bytes()) + " (max_message_bytes)");
-  {
-    std::lock_guard<std::mutex> g(conns_mu_);
-    if (conns_.size() >= config_.endpoint->max_connections)
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED, "connections: endpoint.max_connections reached"};
-  }
   Responder::Spec rs;
   rs.streams = static_cast<uint16_t>(params.streams());
   rs.queue_depth = params.queue_depth();
@@ -548,7 +550,9 @@ grpc::Status DaemonCore::accept(const v1::AcceptRequest& req, v1::AcceptResponse
   auto reservation =
       memory_budget_.reserve(Responder::memory_bytes(rs), "accepting this connection", &budget_error);
   if (!reservation) return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_error};
-  const uint32_t id = allocate_id();
+  size_t held = 0;
+  const uint32_t id = allocate_id(&held);
+  if (id == 0) return {grpc::StatusCode::RESOURCE_EXHAUSTED, "connections: endpoint.max_connections reached"};
   rs.conn = id;
   const uint32_t planes =
       std::max<uint32_t>(1, std::min(endpoint_->planes(), req.requester_planes() ? req.requester_planes() : 1u));
@@ -736,19 +740,44 @@ grpc::Status DaemonCore::get_connection(uint32_t id, v1::ConnectionInfo* out) {
   return grpc::Status::OK;
 }
 
-grpc::Status DaemonCore::list_connections(v1::ListConnectionsResponse* out) {
+grpc::Status DaemonCore::list_connections(const v1::ListConnectionsRequest& req, v1::ListConnectionsResponse* out) {
   if (auto s = need_endpoint(); !s.ok()) return s;
+  const auto& page = kListConnectionsPage;
+  if (req.page_size() != 0 && (req.page_size() < page.min || req.page_size() > page.max))
+    return invalid("page_size", range_text(page.min, page.max, req.page_size()) + "; 0 = " +
+                                    std::to_string(page.default_value));
+  const uint32_t size = req.page_size() ? req.page_size() : static_cast<uint32_t>(page.default_value);
+  // The token is the last id of the previous page: this page starts after it.
+  uint32_t after = 0;
+  if (!req.page_token().empty()) {
+    const std::string& t = req.page_token();
+    const bool digits = t.size() <= 8 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoul(t) > 0xFFFFFF)
+      return invalid("page_token", "must be the next_page_token of a previous answer (got " + quote_value(t) + ")");
+    after = static_cast<uint32_t>(std::stoul(t));
+  }
   std::vector<ConnectionRecord> recs;
+  bool more = false;
+  uint32_t total = 0;
   {
     std::lock_guard<std::mutex> g(conns_mu_);
-    for (const auto& [id, r] : conns_)
-      if (r.remote_id != 0) recs.push_back(r);
+    for (auto it = conns_.upper_bound(after); it != conns_.end(); ++it) {
+      if (it->second.remote_id == 0) continue;  // being set up
+      if (recs.size() == size) {
+        more = true;
+        break;
+      }
+      recs.push_back(it->second);
+    }
+    for (const auto& [id, r] : conns_) total += r.remote_id != 0 ? 1 : 0;
   }
   std::vector<uint32_t> ids;
   for (const auto& r : recs) ids.push_back(r.id);
   std::vector<transport::ConnectionStats> st;
-  if (!connection_stats(ids, &st)) return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
+  if (!ids.empty() && !connection_stats(ids, &st)) return {grpc::StatusCode::UNAVAILABLE, "endpoint worker did not answer"};
   for (size_t i = 0; i < recs.size(); ++i) fill_info(recs[i], &st[i], out->add_connections());
+  if (more) out->set_next_page_token(std::to_string(recs.back().id));
+  out->set_total(total);
   return grpc::Status::OK;
 }
 

@@ -67,6 +67,10 @@ struct ConnectionRecord {
 
 struct JobRecord;
 
+// Connections.List page_size: a page of 1,024 connections with 16 paths each
+// is about 1.3 MB, a third of gRPC's 4 MB default message limit.
+inline constexpr ConfigRange kListConnectionsPage{.min = 1, .max = 1024, .default_value = 256};
+
 class DaemonCore {
  public:
   DaemonCore(DaemonConfig config, bool insecure);
@@ -98,7 +102,8 @@ class DaemonCore {
   grpc::Status release(uint32_t responder_id);
   grpc::Status delete_connection(uint32_t id, bool* peer_released);
   grpc::Status get_connection(uint32_t id, v1::ConnectionInfo* out);
-  grpc::Status list_connections(v1::ListConnectionsResponse* out);
+  // One page, ascending ids (ListConnectionsRequest); page sizes kListConnectionsPage.
+  grpc::Status list_connections(const v1::ListConnectionsRequest& req, v1::ListConnectionsResponse* out);
   grpc::Status verify(const v1::VerifyRequest& req, v1::VerifyResponse* out);
   // Connection stats snapshots taken on the worker (ids unknown are skipped).
   bool connection_stats(const std::vector<uint32_t>& ids, std::vector<transport::ConnectionStats>* out);
@@ -150,10 +155,12 @@ class DaemonCore {
   // create_connection after resolve_params (a job resolves its params once, in start_job).
   grpc::Status create_resolved_connection(const v1::CreateConnectionRequest& req, uint64_t job_id, uint32_t recv_bytes,
                                           v1::ConnectionInfo* out);
-  uint32_t allocate_id();
+  // A free id, reserved in conns_; 0 when endpoint.max_connections are held (*held: how many are).
+  uint32_t allocate_id(size_t* held);
   // Peer.Release of the responder half at `address`; true when the peer answered OK.
   bool release_at_peer(const std::string& address, uint32_t responder_id, int timeout_ms);
-  std::map<uint32_t, ConnectionRecord> connections_copy() const;
+  // The first `limit` connections (lowest ids) that are set up; *total: how many are.
+  std::map<uint32_t, ConnectionRecord> connections_copy(size_t limit, size_t* total) const;
   void fill_info(const ConnectionRecord& r, const transport::ConnectionStats* st, v1::ConnectionInfo* out) const;
   void run_job(std::shared_ptr<JobRecord> job);
   void stop_job_for_shutdown(const std::shared_ptr<JobRecord>& job);

@@ -40,8 +40,9 @@ const char* path_state_text(transport::PathState s) {
 
 namespace {
 
-// conns: a copy of the connection table (taken under its lock by the caller).
-std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, ConnectionRecord>& conns) {
+// conns: a copy of the first metrics.connection_series entries of the
+// connection table (taken under its lock by the caller); total: all of them.
+std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, ConnectionRecord>& conns, size_t total) {
   std::vector<Sample> out;
   auto add = [&](std::string name, std::vector<std::pair<std::string, std::string>> labels, double v, const char* help,
                  bool counter = true) { out.push_back({std::move(name), std::move(labels), v, help, counter}); };
@@ -147,14 +148,34 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
       add("endpoint_connection_state_bytes", {}, static_cast<double>(c.connection_state_bytes),
           "Bytes of engine state all connections hold now (idle ones little; a stream's or path's arrays from first use)",
           false);
+      if (total > 0)
+        add("endpoint_connection_state_bytes_per_connection", {},
+            static_cast<double>(c.connection_state_bytes) / static_cast<double>(total),
+            "endpoint_connection_state_bytes / connections: the mean bytes of engine state per connection", false);
       add_worker("endpoint", w);
     }
+    // Per-connection series for the first metrics.connection_series
+    // connections (lowest ids) only: 16,000 connections would be 224,000
+    // series (more with paths). The totals above and below count them all.
+    const uint32_t series = core.config().metrics.connection_series;
+    const double n = static_cast<double>(total);
+    add("connections", {}, n, "Connections this daemon holds (requester and responder halves)", false);
+    add("connections_max", {}, core.config().endpoint ? core.config().endpoint->max_connections : 0,
+        "endpoint.max_connections", false);
+    add("connection_series_omitted", {}, n > series ? n - series : 0,
+        "Connections without their own connection_* and path_* series (beyond metrics.connection_series, lowest ids "
+        "first); their traffic still counts in the endpoint_* and port_* totals",
+        false);
     std::vector<uint32_t> ids;
-    for (const auto& [id, r] : conns) ids.push_back(id);
+    for (const auto& [id, r] : conns) {
+      if (ids.size() == series) break;
+      ids.push_back(id);
+    }
     std::vector<transport::ConnectionStats> st;
     if (!ids.empty() && core.connection_stats(ids, &st)) {
       size_t i = 0;
       for (const auto& [id, r] : conns) {
+        if (i == ids.size()) break;
         const auto& s = st[i++];
         const std::vector<std::pair<std::string, std::string>> l = {
             {"conn", std::to_string(id)}, {"peer", r.peer_name}, {"transport", transport::transport_name(s.transport)}};
@@ -234,17 +255,25 @@ std::string escape(const std::string& v) {
 
 }  // namespace
 
-std::map<uint32_t, ConnectionRecord> DaemonCore::connections_copy() const {
+std::map<uint32_t, ConnectionRecord> DaemonCore::connections_copy(size_t limit, size_t* total) const {
   std::map<uint32_t, ConnectionRecord> copy;
+  *total = 0;
   std::lock_guard<std::mutex> g(conns_mu_);
-  for (const auto& [id, r] : conns_)
-    if (r.remote_id != 0) copy[id] = r;
+  for (const auto& [id, r] : conns_) {
+    if (r.remote_id == 0) continue;  // being set up
+    if (copy.size() < limit) copy.emplace_hint(copy.end(), id, r);
+    ++*total;
+  }
   return copy;
 }
 
+
+
 grpc::Status DaemonCore::counters(v1::Counters* out) {
   out->set_time_ns(uptime_ns());
-  for (const auto& s : collect(*this, connections_copy())) {
+  size_t total = 0;
+  const auto conns = connections_copy(config_.metrics.connection_series, &total);
+  for (const auto& s : collect(*this, conns, total)) {
     auto* c = out->add_counters();
     c->set_name(s.name);
     for (const auto& [k, v] : s.labels) (*c->mutable_labels())[k] = v;
@@ -255,7 +284,9 @@ grpc::Status DaemonCore::counters(v1::Counters* out) {
 }
 
 std::string DaemonCore::prometheus_text() {
-  std::vector<Sample> samples = collect(*this, connections_copy());
+  size_t total = 0;
+  const auto conns = connections_copy(config_.metrics.connection_series, &total);
+  std::vector<Sample> samples = collect(*this, conns, total);
   // The exposition format wants each metric's samples together.
   std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.name < b.name; });
   std::ostringstream o;

@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "core.h"
 #include "metaroce/api/operation_codec.h"
+#include "metaroce/transport/connection_params.h"
 
 namespace metaroce::daemon {
 
@@ -37,6 +40,34 @@ struct JobRecord {
 namespace {
 
 constexpr uint32_t kMaxRunningJobs = 16;
+
+// A job's per-connection control calls (Create with its Peer.Accept, Verify,
+// Release) are round trips that mostly wait: for the peer and for the worker
+// loops, which pick up a command within their 1 ms block. One after another
+// they took 1.5 ms per connection, 24 s to set up 16,000; this many in flight
+// overlap the waits.
+constexpr unsigned kSetupCallsInFlight = 8;
+// JobResult.paths lists the paths of this many connections; JobResult.planes sums them all.
+constexpr size_t kResultPathConnections = 1024;
+
+// Runs fn(i) for every i in [0, n) on up to `threads` threads (this one
+// included); stops handing out indices once an fn returns false or `stop` is set.
+template <typename Fn>
+void for_each_in_flight(size_t n, unsigned threads, const std::atomic<bool>& stop, Fn fn) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    while (!failed.load(std::memory_order_relaxed) && !stop.load(std::memory_order_relaxed)) {
+      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n) return;
+      if (!fn(i)) failed.store(true, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
 
 bool terminal(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_STOPPED;
@@ -76,8 +107,15 @@ grpc::Status DaemonCore::start_job(const v1::JobSpec& in, v1::JobInfo* out) {
     if (b < 1 || b > (16u << 20)) return invalid(f, "must be in [1, 16777216] (got " + std::to_string(b) + ")");
     max_size = std::max(max_size, b);
   }
-  if (spec.connections() == 0) spec.set_connections(1);
-  if (spec.connections() > 64) return invalid("spec.connections", "must be in [1, 64] (got " + std::to_string(spec.connections()) + ")");
+  // Per peer (transport/connection_params.h); all of them must fit endpoint.max_connections.
+  const auto& conn_range = transport::kParamJobConnections;
+  if (spec.connections() == 0) spec.set_connections(static_cast<uint32_t>(conn_range.default_value));
+  if (!conn_range.accepts(spec.connections()))
+    return {grpc::StatusCode::INVALID_ARGUMENT, conn_range.refusal("spec.connections (per peer)", spec.connections())};
+  if (uint64_t{spec.connections()} * static_cast<uint64_t>(spec.peers_size()) > config_.endpoint->max_connections)
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "spec.connections: " + std::to_string(spec.connections()) + " per peer x " + std::to_string(spec.peers_size()) +
+                " peers exceeds endpoint.max_connections " + std::to_string(config_.endpoint->max_connections)};
   if (spec.duration_ns() == 0 && spec.iterations() == 0) spec.set_duration_ns(5'000'000'000);
   if (spec.duration_ns() != 0 && (spec.duration_ns() < 1'000'000 || spec.duration_ns() > 3'600'000'000'000))
     return invalid("spec.duration_ns", "must be in [1 ms, 1 h] = [1000000, 3600000000000] (got " + std::to_string(spec.duration_ns()) + ")");
@@ -157,13 +195,15 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       for (uint32_t id : ids) endpoint_->endpoint().destroy_connection(id);
       if (driver) driver->detach();
     });
-    for (const auto& c : conns) {
-      {
-        std::lock_guard<std::mutex> g(conns_mu_);
-        conns_.erase(c.id());
-      }
-      release_at_peer(c.peer_address(), c.remote_id(), 2000);
+    {
+      std::lock_guard<std::mutex> g(conns_mu_);
+      for (const auto& c : conns) conns_.erase(c.id());
     }
+    const std::atomic<bool> never{false};
+    for_each_in_flight(conns.size(), kSetupCallsInFlight, never, [&](size_t i) {
+      release_at_peer(conns[i].peer_address(), conns[i].remote_id(), 2000);
+      return true;
+    });
   };
   auto finish = [&](v1::JobState s) {
     std::lock_guard<std::mutex> g(jobs_mu_);
@@ -184,34 +224,53 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     spdlog::info("job {}: {} {}", job->id, v1::JobState_Name(s), job->error);
   };
 
-  // 1. Connections, connections() per peer, spread over the planes.
+  // 1. Connections, connections() per peer, spread over the planes; several
+  // set up at once (kSetupCallsInFlight), each keeping its index's plane and ports.
   const bool needs_recv = job->op == Operation::kSend || job->op == Operation::kWriteImm;
   const uint32_t max_size = *std::max_element(job->sizes.begin(), job->sizes.end());
-  for (int p = 0; p < spec.peers_size() && !job->stop_requested; ++p)
-    for (uint32_t c = 0; c < spec.connections(); ++c) {
-      v1::CreateConnectionRequest req;
-      req.set_peer_address(spec.peers(p));
-      *req.mutable_params() = job->params;
-      req.mutable_params()->set_first_plane(static_cast<uint32_t>(conns.size()) % endpoint_->planes());
-      if (spec.path_src_ports_size() > 0) {  // this connection's slice, validated by start_job
-        const int paths = spec.path_src_ports_size() / (spec.peers_size() * static_cast<int>(spec.connections()));
-        const int first = static_cast<int>(conns.size()) * paths;
-        for (int i = 0; i < paths; ++i) req.mutable_params()->add_path_src_ports(spec.path_src_ports(first + i));
-      }
-      req.set_seed(job->seed);
-      v1::ConnectionInfo info;
-      const grpc::Status s = create_resolved_connection(req, job->id, needs_recv ? max_size : 0, &info);
-      if (!s.ok()) {
-        teardown(nullptr);
-        job->result.set_first_error("connection to " + spec.peers(p) + ": " + s.error_message());
-        set_state(v1::JOB_STATE_FAILED, job->result.first_error());
-        finish(v1::JOB_STATE_FAILED);
-        return;
-      }
-      conns.push_back(info);
-      std::lock_guard<std::mutex> g(jobs_mu_);
-      job->conn_ids.push_back(info.id());
+  const size_t total = static_cast<size_t>(spec.peers_size()) * spec.connections();
+  std::vector<std::optional<v1::ConnectionInfo>> made(total);
+  std::mutex setup_mu;
+  std::string setup_error;  // the failure of the lowest index
+  size_t setup_error_at = total;
+  for_each_in_flight(total, kSetupCallsInFlight, job->stop_requested, [&](size_t k) {
+    const int p = static_cast<int>(k / spec.connections());
+    v1::CreateConnectionRequest req;
+    req.set_peer_address(spec.peers(p));
+    *req.mutable_params() = job->params;
+    req.mutable_params()->set_first_plane(static_cast<uint32_t>(k % endpoint_->planes()));
+    if (spec.path_src_ports_size() > 0) {  // this connection's slice, validated by start_job
+      const size_t paths = static_cast<size_t>(spec.path_src_ports_size()) / total;
+      for (size_t i = 0; i < paths; ++i)
+        req.mutable_params()->add_path_src_ports(spec.path_src_ports(static_cast<int>(k * paths + i)));
     }
+    req.set_seed(job->seed);
+    v1::ConnectionInfo info;
+    const grpc::Status s = create_resolved_connection(req, job->id, needs_recv ? max_size : 0, &info);
+    std::lock_guard<std::mutex> g(setup_mu);
+    if (!s.ok()) {
+      if (k < setup_error_at) setup_error_at = k, setup_error = "connection to " + spec.peers(p) + ": " + s.error_message();
+      return false;
+    }
+    made[k] = std::move(info);
+    std::lock_guard<std::mutex> j(jobs_mu_);
+    job->conn_ids.push_back(made[k]->id());
+    return true;
+  });
+  for (auto& m : made)
+    if (m) conns.push_back(std::move(*m));
+  {
+    std::lock_guard<std::mutex> g(jobs_mu_);
+    job->conn_ids.clear();  // in connection order (peer by peer), as the results
+    for (const auto& c : conns) job->conn_ids.push_back(c.id());
+  }
+  if (!setup_error.empty()) {
+    teardown(nullptr);
+    job->result.set_first_error(setup_error);
+    set_state(v1::JOB_STATE_FAILED, job->result.first_error());
+    finish(v1::JOB_STATE_FAILED);
+    return;
+  }
   if (job->stop_requested) {
     teardown(nullptr);
     finish(v1::JOB_STATE_STOPPED);
@@ -376,7 +435,12 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     }
     if (!spec.no_verify() && !job->stop_requested) {
       duplicates_known = true;
-      for (size_t ci = 0; ci < conns.size(); ++ci) {
+      // Every responder is asked (for its duplicate count), several at once;
+      // the failure of the first connection in order names the verdict.
+      std::vector<grpc::Status> vstatus(conns.size());
+      std::vector<v1::VerifyResponse> vresps(conns.size());
+      const std::atomic<bool> never{false};
+      for_each_in_flight(conns.size(), kSetupCallsInFlight, never, [&](size_t ci) {
         v1::VerifyRequest vr;
         vr.set_responder_id(conns[ci].remote_id());
         vr.set_operation(operation_name(job->op));
@@ -385,11 +449,14 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
           vp->set_message_bytes(ph.size);
           for (uint64_t n : ph.stream_end[ci]) vp->add_stream_end(n);
         }
-        v1::VerifyResponse vresp;
         grpc::ClientContext ctx;
         dialer_.prepare(&ctx, 30000);
-        const grpc::Status s = v1::Peer::NewStub(dialer_.channel(conns[ci].peer_address()))->Verify(&ctx, vr, &vresp);
-        // Every responder is asked (for its duplicate count); the first failure names the verdict.
+        vstatus[ci] = v1::Peer::NewStub(dialer_.channel(conns[ci].peer_address()))->Verify(&ctx, vr, &vresps[ci]);
+        return true;
+      });
+      for (size_t ci = 0; ci < conns.size(); ++ci) {
+        const grpc::Status& s = vstatus[ci];
+        const v1::VerifyResponse& vresp = vresps[ci];
         responder_duplicates += vresp.duplicates_received();
         duplicates_known = duplicates_known && s.ok();
         if (!s.ok()) {
@@ -414,6 +481,20 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     for (size_t p = 0; p < s.paths.size(); ++p) {
       const auto& ps = s.paths[p];
       changes += ps.state_changes;
+      v1::PlaneResult* plane = nullptr;
+      for (auto& pl : *res.mutable_planes())
+        if (pl.plane() == ps.plane) plane = &pl;
+      if (!plane) plane = res.add_planes(), plane->set_plane(ps.plane);
+      plane->set_paths(plane->paths() + 1);
+      plane->set_goodput_bps(plane->goodput_bps() +
+                             (elapsed_s > 0 ? static_cast<double>(ps.payload_bytes_acked) * 8 / elapsed_s : 0));
+      plane->set_retransmits(plane->retransmits() + ps.retransmits);
+      plane->set_state_changes(plane->state_changes() + ps.state_changes);
+      plane->set_rtos(plane->rtos() + ps.rtos);
+      if (ci >= kResultPathConnections) {
+        res.set_paths_omitted(res.paths_omitted() + 1);
+        continue;
+      }
       auto* pr = res.add_paths();
       pr->set_connection(ids[ci]);
       pr->set_path(static_cast<uint32_t>(p));

@@ -97,7 +97,7 @@ class ConnectionsService final : public v1::Connections::Service {
   }
   grpc::Status List(grpc::ServerContext* ctx, const v1::ListConnectionsRequest* req, v1::ListConnectionsResponse* out) override {
     METAROCE_AUTH(ctx, req);
-    return core_.list_connections(out);
+    return core_.list_connections(*req, out);
   }
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetConnectionRequest* req, v1::ConnectionInfo* out) override {
     METAROCE_AUTH(ctx, req);

@@ -2,6 +2,7 @@
 // semantics. Everything the per-message path touches is sized at creation;
 // only the first error of each kind formats a string.
 #include "metaroce/daemon/traffic.h"
+#include "metaroce/daemon/config.h"
 
 #include <algorithm>
 #include <bit>
@@ -29,8 +30,13 @@ namespace {
 constexpr uint32_t kMaxQueueDepth = transport::kParamQueueDepth.max;
 constexpr uint32_t kMaxStreams = transport::kParamStreams.max;
 constexpr uint64_t kMaxRegionBytes = uint64_t{1} << 30;  // per buffer
-// wr_id = connection index (12 bits) | stream (12 bits) | message index (40 bits).
-constexpr uint32_t kMaxConnections = 1u << 12;
+// wr_id = 0 | connection index (15 bits) | stream (8 bits) | message index (40 bits).
+// A job holds at most endpoint.max_connections connections (issue 12: 16,000 and more).
+constexpr int kConnectionShift = 48;
+constexpr uint32_t kMaxConnections = 1u << 15;
+static_assert(kMaxConnections >= kMaxConnectionsRange.max, "a job may use every connection the daemon holds");
+static_assert(kMaxStreams <= 256, "stream indices take 8 bits of a wr_id");
+constexpr uint64_t kStreamMask = 0xFF;
 constexpr int kIndexBits = 40;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
 // Receive wr_ids carry a tag so that a kRecv with wr_id 0 (WRITE_IMM, which
@@ -364,7 +370,8 @@ void TrafficDriver::pump(Nanos now) {
           const uint64_t i = st.posted;
           const uint64_t slot = layout_.slot_index(s, i);
           transport::WorkRequest wr;
-          wr.wr_id = (uint64_t{static_cast<uint32_t>(ci)} << 52) | (uint64_t{s} << kIndexBits) | (i & kIndexMask);
+          wr.wr_id = (uint64_t{static_cast<uint32_t>(ci)} << kConnectionShift) | (uint64_t{s} << kIndexBits) |
+                     (i & kIndexMask);
           wr.verb = im.verb;
           wr.length = size;
           if (is_atomic(spec_.op)) {
@@ -455,10 +462,10 @@ void TrafficDriver::pump(Nanos now) {
 void TrafficDriver::on_completion(const Completion& c, Nanos now) {
   if (c.verb == Verb::kRecv) return;  // receive side of a connection used both ways: not ours
   Impl& im = *impl_;
-  const size_t ci = static_cast<size_t>(c.wr_id >> 52);
+  const size_t ci = static_cast<size_t>(c.wr_id >> kConnectionShift);
   const uint32_t s = c.stream;
   if (ci >= conns_.size() || conns_[ci].conn != c.conn || s >= spec_.streams ||
-      ((c.wr_id >> kIndexBits) & 0xFFF) != s) {
+      ((c.wr_id >> kIndexBits) & kStreamMask) != s) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     if (first_error_.empty())
       first_error_ = format("connection %u stream %u: completion with a foreign wr_id 0x%" PRIx64, c.conn, s, c.wr_id);

@@ -50,7 +50,8 @@ constexpr Nanos kUs = 1'000, kMs = 1'000'000, kSec = 1'000'000'000, kHour = 3600
 // the emulator's limit.
 constexpr uint32_t kMaxMeshHosts = 16, kMaxClosHosts = emulator::kMaxFabricHosts;
 constexpr uint32_t kMaxPlanes = 16, kMaxEcmp = 16, kMaxJobs = 16;
-constexpr uint32_t kMaxConnections = 64;
+// A job's connections: the range metaroced's Traffic.Start and metarocectl take.
+constexpr uint32_t kMaxConnections = transport::kParamJobConnections.max;
 // A job's connection parameters take the ranges every layer takes (transport/connection_params.h).
 constexpr uint32_t kMaxPaths = transport::kParamPaths.max, kMaxStreams = transport::kParamStreams.max,
                    kMaxDepth = transport::kParamQueueDepth.max;

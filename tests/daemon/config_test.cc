@@ -124,6 +124,32 @@ TEST(DaemonConfig, ErrorsNameTheKeyLineAndAllowedValues) {
 // relative paths that must not depend on the daemon's working directory.
 // endpoint.dpdk_devices: one DPDK device per interface (a PCI address, e.g.
 // an SR-IOV VF, or a virtual device), checked for shape, count and datapath.
+// Issue 12: 16,000 connections per daemon. The range and default are
+// declared once (config.h) and the parser, the defaults and the message
+// all read them.
+TEST(DaemonConfig, MaxConnectionsAndConnectionSeriesRanges) {
+  std::string err;
+  auto c = md::parse_daemon_yaml(kEndpoint, "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->endpoint->max_connections, 4096u);
+  EXPECT_EQ(c->endpoint->max_connections, md::kMaxConnectionsRange.default_value);
+  EXPECT_EQ(c->metrics.connection_series, 64u);
+  c = md::parse_daemon_yaml(std::string(kEndpoint) + "  max_connections: 32768\nmetrics: {connection_series: 0}\n",
+                            "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->endpoint->max_connections, 32768u);
+  EXPECT_EQ(c->metrics.connection_series, 0u);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  max_connections: 32769\n")
+                .find("endpoint.max_connections: must be an integer in [1, 32768] (got '32769')"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "  max_connections: 0\n")
+                .find("endpoint.max_connections: must be an integer in [1, 32768] (got '0')"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(kEndpoint) + "metrics: {connection_series: 4097}\n")
+                .find("metrics.connection_series: must be an integer in [0, 4096] (got '4097')"),
+            std::string::npos);
+}
+
 TEST(DaemonConfig, DpdkDevicesNameOnePciAddressOrVirtualDevicePerInterface) {
   const std::string dpdk = std::string(kEndpoint) + "  datapath: dpdk\n";
   {

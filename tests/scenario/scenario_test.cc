@@ -337,8 +337,11 @@ jobs: [{name: a, from: h0, to: h1}]
   EXPECT_EQ(error_of(kMinimal + "sim: {mtu_payload: 2048}\n"),
             "f.yaml:7: sim.mtu_payload: removed: the payload per packet is topology.mtu_payload, the same live and in "
             "the simulator");
-  EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, connections: 65}\n"),
-            "f.yaml:7: jobs[2].connections: must be in [1, 64] (got 65)");
+  // A job's connections take the range Traffic.Start and traffic --connections take (issue 12: 16,000).
+  EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, connections: 16385}\n"),
+            "f.yaml:7: jobs[2].connections: must be in [1, 16384] (got 16385)");
+  EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, connections: 0}\n"),
+            "f.yaml:7: jobs[2].connections: must be in [1, 16384] (got 0)");
   EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, size: 32M}\n"),
             "f.yaml:7: jobs[2].size: must be in [1, 16M] (got 32M)");
 }
