@@ -47,8 +47,9 @@ TEST(ConnectionSchedule, AgreesWithABruteForceModel) {
     m.resize(n);
     Nanos now = 0;
     for (int step = 0; step < 100'000; ++step) {
-      const size_t slot = rng() % n;
-      switch (rng() % 6) {
+      const size_t cur = s.size();
+      const size_t slot = rng() % cur;
+      switch (rng() % 7) {
         case 0: {  // a deadline ahead, behind or none, as connections report them
           const uint64_t r = rng() % 10;
           const Nanos d = r == 0 ? kNever : now + static_cast<Nanos>(rng() % 2000) - 200;
@@ -67,7 +68,7 @@ TEST(ConnectionSchedule, AgreesWithABruteForceModel) {
         case 3: {
           now += static_cast<Nanos>(rng() % 100);
           s.activate_due(now);
-          for (size_t i = 0; i < n; ++i)
+          for (size_t i = 0; i < cur; ++i)
             if (m.deadline[i] <= now) m.active[i] = true;
           break;
         }
@@ -78,14 +79,30 @@ TEST(ConnectionSchedule, AgreesWithABruteForceModel) {
           m.deadline[slot] = d;
           break;
         }
+        case 5:  // a connection leaves (the last takes its slot), now and then one joins
+          if (rng() % 8 == 0) {
+            if (cur > 1) {
+              s.swap_remove(slot);
+              m.active[slot] = m.active[cur - 1];
+              m.deadline[slot] = m.deadline[cur - 1];
+              m.active.pop_back();
+              m.deadline.pop_back();
+            }
+            if (rng() % 2 || cur == 1) {
+              s.resize(s.size() + 1);
+              m.resize(m.active.size() + 1);
+            }
+          }
+          break;
         default: {
-          const size_t from = rng() % n;
+          const size_t from = rng() % cur;
           ASSERT_EQ(s.next_active(from), m.next_active(from)) << "n " << n << " step " << step;
         }
       }
       ASSERT_EQ(s.active(), m.count()) << "n " << n << " step " << step;
       ASSERT_EQ(s.earliest(), m.earliest()) << "n " << n << " step " << step;
-      ASSERT_LE(s.heap_entries(), 2 * n + 64) << "the heap never grows past its reserved room";
+      ASSERT_EQ(s.size(), m.active.size());
+      ASSERT_LE(s.heap_entries(), 4 * n + 256) << "the heap never grows past its reserved room";
     }
   }
 }
@@ -164,7 +181,7 @@ TEST(RecentSenders, CountsTheSlotsSeenWithinTheWindow) {
   for (int step = 0; step < 50'000; ++step) {
     now += static_cast<Nanos>(rng() % 40);
     if (rng() % 3) {
-      const size_t s = rng() % kSlots;
+      const size_t s = rng() % last.size();
       r.seen(s, now);
       last[s] = now;
     } else {
@@ -173,8 +190,14 @@ TEST(RecentSenders, CountsTheSlotsSeenWithinTheWindow) {
       ASSERT_EQ(r.count(now, kWindow), want) << "step " << step;
     }
     if (step == 25'000) {  // growing keeps who was seen
-      r.resize(kSlots + 10);
-      last.resize(kSlots + 10, INT64_MIN / 2);
+      r.resize(last.size() + 10);
+      last.resize(last.size() + 10, INT64_MIN / 2);
+    }
+    if (step % 997 == 0 && last.size() > 1) {  // a connection leaves: the last takes its slot, and its place
+      const size_t s = rng() % last.size();
+      r.swap_remove(s);
+      last[s] = last.back();
+      last.pop_back();
     }
   }
 }

@@ -26,11 +26,34 @@ void ConnectionSchedule::resize(size_t n) {
     active_ = 0;
     for (uint64_t w : bits_) active_ += static_cast<size_t>(std::popcount(w));
   }
-  // Room for every slot's current entry and as many stale ones before a rebuild.
+  // Room for every slot's current entry and as many stale ones before a
+  // rebuild; grown by doubling, so that adding slots one by one (a daemon
+  // creating 16,000 connections) copies the heaps O(log n) times, not n.
   const size_t cap = 2 * n + 64;
-  heap_.reserve(cap);
-  due_.reserve(cap);
+  if (heap_.capacity() < cap) {
+    heap_.reserve(std::max(cap, 2 * heap_.capacity()));
+    due_.reserve(heap_.capacity());
+  }
   rebuild();
+}
+
+void ConnectionSchedule::swap_remove(size_t slot) {
+  const size_t last = deadline_.size() - 1;
+  const bool last_active = is_active(last);
+  deactivate(slot);
+  deactivate(last);
+  if (slot != last) {
+    // The last slot's state moves to `slot`; its old entries (numbered last)
+    // fall out of range below, so it gets one pending entry under its new
+    // number (activate_due moves it to due_ again if it has passed).
+    deadline_[slot] = deadline_[last];
+    is_due_[slot] = 0;
+    if (last_active) activate(slot);
+    if (deadline_[slot] != kNever) push(deadline_[slot], slot);
+  }
+  deadline_.pop_back();
+  is_due_.pop_back();
+  if (deadline_.size() % 64 == 0) bits_.pop_back();
 }
 
 void ConnectionSchedule::activate(size_t slot) {
@@ -161,6 +184,21 @@ void RecentSenders::resize(size_t n) {
   links_.assign(n, Link{});  // slots were renumbered: start afresh
   head_ = tail_ = kNil;
   listed_ = 0;
+}
+
+void RecentSenders::swap_remove(size_t slot) {
+  const size_t last = links_.size() - 1;
+  if (links_[slot].listed) unlink(slot);
+  if (slot != last && links_[last].listed) {
+    // The last slot keeps its place in the list under its new number.
+    Link& l = links_[slot];
+    l = links_[last];
+    (l.prev == kNil ? head_ : links_[l.prev].next) = static_cast<uint32_t>(slot);
+    (l.next == kNil ? tail_ : links_[l.next].prev) = static_cast<uint32_t>(slot);
+  } else if (slot != last) {
+    links_[slot] = Link{};
+  }
+  links_.pop_back();
 }
 
 void RecentSenders::unlink(size_t slot) {

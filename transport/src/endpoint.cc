@@ -175,21 +175,20 @@ std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& conf
 }
 
 bool Endpoint::destroy_connection(uint32_t local_id) {
-  for (size_t i = 0; i < connections_.size(); ++i) {
-    Connection* c = connections_[i].get();
-    if (c->config().local_id != local_id) continue;
-    (c->config().transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_).erase(local_id);
-    counters_.connection_state_bytes -= c->state_bytes();
-    connections_.erase(connections_.begin() + static_cast<long>(i));
-    // Slots after i move down one: schedule every connection afresh.
-    schedule_ = ConnectionSchedule{};
-    schedule_.resize(connections_.size());
-    recent_senders_.resize(connections_.size());  // forgets who sent lately: a window's worth of hints
-    for (size_t s = 0; s < connections_.size(); ++s) {
-      connections_[s]->slot = s;
-      touched(*connections_[s]);
-    }
-    if (tx_rr_ > i) --tx_rr_;
+  for (auto* table : {&by_id_, &by_qpn_}) {
+    auto it = table->find(local_id);
+    if (it == table->end()) continue;
+    const size_t i = it->second->slot;
+    table->erase(it);
+    counters_.connection_state_bytes -= connections_[i]->state_bytes();
+    // The last connection takes slot i: nothing else is renumbered or
+    // rescheduled (a daemon tearing down 16,000 connections pays O(log n) each).
+    schedule_.swap_remove(i);
+    recent_senders_.swap_remove(i);
+    connections_[i] = std::move(connections_.back());
+    connections_.pop_back();
+    if (i < connections_.size()) connections_[i]->slot = i;
+    if (tx_rr_ >= connections_.size()) tx_rr_ = 0;
     return true;
   }
   return false;

@@ -80,7 +80,11 @@ inline constexpr ConnectionParam kParamMinPto{
     .name = "min_pto_ns", .unit = "ns", .min = 10'000, .max = 50'000'000, .default_value = 500'000,
     .engine_default = 20'000, .doc = "tail-loss probe floor"};
 
-inline constexpr ConnectionParam kParamJobConnections{.name = "connections", .unit = "", .min = 1, .max = 16384, .default_value = 1, .engine_default = 1, .doc = "connections per peer of a traffic job (JobSpec.connections, metarocectl traffic --connections, scenario jobs); not in ConnectionParams"};
+// Not in ConnectionParams: connections per peer of a traffic job
+// (JobSpec.connections, metarocectl traffic --connections, scenario jobs).
+inline constexpr ConnectionParam kParamJobConnections{
+    .name = "connections", .unit = "", .min = 1, .max = 16384, .default_value = 1, .engine_default = 1,
+    .doc = "connections per peer of a traffic job"};
 
 inline constexpr std::array<const ConnectionParam*, 7> kConnectionParams{
     &kParamPaths, &kParamStreams, &kParamQueueDepth, &kParamMtuPayload, &kParamMaxMessage, &kParamMinRto, &kParamMinPto};

@@ -35,6 +35,10 @@ class ConnectionSchedule {
   // ones are active with no deadline.
   void resize(size_t n);
   size_t size() const { return deadline_.size(); }
+  // Control plane: slot leaves and the last slot takes its number (its state
+  // moves with it), in O(log n), so removing one of thousands of connections
+  // does not reschedule the rest.
+  void swap_remove(size_t slot);
 
   // After any call into the slot's connection: it may have something to send,
   // and its next_deadline() is d.
@@ -66,9 +70,11 @@ class ConnectionSchedule {
     uint32_t slot;
   };
   // Current in the pending heap: the slot's deadline, not yet moved to due_.
-  bool pending(const Entry& e) const { return deadline_[e.slot] == e.at && !is_due_[e.slot]; }
+  bool pending(const Entry& e) const {
+    return e.slot < deadline_.size() && deadline_[e.slot] == e.at && !is_due_[e.slot];
+  }
   // Current in the due heap: moved there and not recorded since.
-  bool due(const Entry& e) const { return deadline_[e.slot] == e.at && is_due_[e.slot]; }
+  bool due(const Entry& e) const { return e.slot < deadline_.size() && deadline_[e.slot] == e.at && is_due_[e.slot]; }
   void push(Nanos at, size_t slot);
   void undue(size_t slot);
   void rebuild();
@@ -95,6 +101,9 @@ class RecentSenders {
   // Control plane: n slots. Growing keeps the list; shrinking (slots were
   // renumbered) empties it.
   void resize(size_t n);
+  // Control plane: slot leaves the list and the last slot takes its number
+  // (keeping its place in the list).
+  void swap_remove(size_t slot);
   void seen(size_t slot, Nanos now);
   size_t count(Nanos now, Nanos window);
 
