@@ -66,14 +66,8 @@ std::string measure(const std::string& metaroced, uint32_t n, uint64_t iteration
   Clock::time_point t0 = Clock::now(), tenth_start = t0;
   for (uint32_t i = 0; i < n; ++i) {
     if (i == n - tenth) tenth_start = Clock::now();
-    v1::CreateConnectionRequest req;
-    req.set_peer_address(d.address(1));
-    *req.mutable_params() = params;
-    req.set_seed(i + 1);
     v1::ConnectionInfo ci;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    if (auto s = d.connections(0).Create(&ctx, req, &ci); !s.ok())
+    if (auto s = d.create_connection(i + 1, params, &ci); !s.ok())
       return "create " + std::to_string(i) + ": " + s.error_message();
     ids.push_back(ci.id());
     if (i + 1 == tenth) row->create_first_us = seconds_since(t0) * 1e6 / tenth;

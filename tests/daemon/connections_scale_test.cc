@@ -44,6 +44,19 @@ grpc::Status list_page(UdpDaemonPair& d, int h, uint32_t size, const std::string
   return d.connections(h).List(&ctx, r, out);
 }
 
+// Neither daemon holds a connection, its engine state, registered memory or
+// an omitted per-connection series.
+void expect_nothing_held(UdpDaemonPair& d) {
+  for (int h = 0; h < 2; ++h) {
+    v1::Counters c;
+    ASSERT_TRUE(d.counters(h, &c).ok());
+    EXPECT_EQ(UdpDaemonPair::value(c, "connections"), 0) << "daemon " << h;
+    EXPECT_EQ(UdpDaemonPair::value(c, "endpoint_connection_state_bytes"), 0) << "daemon " << h;
+    EXPECT_EQ(UdpDaemonPair::value(c, "memory_reserved_bytes"), 0) << "daemon " << h;
+    EXPECT_EQ(UdpDaemonPair::value(c, "connection_series_omitted"), 0) << "daemon " << h;
+  }
+}
+
 TEST(DaemonScale, SixteenThousandConnectionsAreHeldCountedListedAndCarryAVerifiedJob) {
   // The half-open check (a Connections.Get per accepted connection) waits an
   // hour: at 60 s it races the deletions below (a requester that has just
@@ -57,14 +70,8 @@ TEST(DaemonScale, SixteenThousandConnectionsAreHeldCountedListedAndCarryAVerifie
   std::vector<uint32_t> ids;
   const auto t0 = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < kConnections; ++i) {
-    v1::CreateConnectionRequest req;
-    req.set_peer_address(d.address(1));
-    *req.mutable_params() = params;
-    req.set_seed(i + 1);
     v1::ConnectionInfo info;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    const grpc::Status s = d.connections(0).Create(&ctx, req, &info);
+    const grpc::Status s = d.create_connection(i + 1, params, &info);
     ASSERT_TRUE(s.ok()) << "connection " << i << ": " << s.error_message() << "\n" << d.log(0) << d.log(1);
     ids.push_back(info.id());
   }
@@ -171,13 +178,7 @@ TEST(DaemonScale, SixteenThousandConnectionsAreHeldCountedListedAndCarryAVerifie
     ASSERT_TRUE(s.ok()) << id << ": " << s.error_message();
     ASSERT_TRUE(resp.peer_released()) << id;
   }
-  for (int h = 0; h < 2; ++h) {
-    v1::Counters c;
-    ASSERT_TRUE(d.counters(h, &c).ok());
-    EXPECT_EQ(UdpDaemonPair::value(c, "connections"), 0) << "daemon " << h;
-    EXPECT_EQ(UdpDaemonPair::value(c, "endpoint_connection_state_bytes"), 0) << "daemon " << h;
-    EXPECT_EQ(UdpDaemonPair::value(c, "memory_reserved_bytes"), 0) << "daemon " << h;
-  }
+  expect_nothing_held(d);
 
   // 2. A verified WRITE job over 16,000 connections, two messages on each.
   v1::JobInfo job;
@@ -213,14 +214,7 @@ TEST(DaemonScale, SixteenThousandConnectionsAreHeldCountedListedAndCarryAVerifie
   EXPECT_LT(job.ByteSizeLong(), kGrpcDefaultLimit / 4);
 
   // Nothing left behind at either daemon.
-  for (int h = 0; h < 2; ++h) {
-    v1::Counters c;
-    ASSERT_TRUE(d.counters(h, &c).ok());
-    EXPECT_EQ(UdpDaemonPair::value(c, "connections"), 0) << "daemon " << h;
-    EXPECT_EQ(UdpDaemonPair::value(c, "endpoint_connection_state_bytes"), 0) << "daemon " << h;
-    EXPECT_EQ(UdpDaemonPair::value(c, "memory_reserved_bytes"), 0) << "daemon " << h;
-    EXPECT_EQ(UdpDaemonPair::value(c, "connection_series_omitted"), 0) << "daemon " << h;
-  }
+  expect_nothing_held(d);
   const std::vector<int> rc = d.stop();
   EXPECT_EQ(rc[0], 0) << d.log(0);
   EXPECT_EQ(rc[1], 0) << d.log(1);

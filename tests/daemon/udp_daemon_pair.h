@@ -114,6 +114,17 @@ class UdpDaemonPair {
     return 0;
   }
 
+  // One connection from daemon 0 to daemon 1 (which accepts its other half).
+  grpc::Status create_connection(uint32_t seed, const v1::ConnectionParams& params, v1::ConnectionInfo* out) {
+    v1::CreateConnectionRequest req;
+    req.set_peer_address(address(1));
+    *req.mutable_params() = params;
+    req.set_seed(seed);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return connections_[0]->Create(&ctx, req, out);
+  }
+
   // Every counter of daemon h (name -> samples). *bytes: the answer's size.
   grpc::Status counters(int h, v1::Counters* out, size_t* bytes = nullptr) {
     grpc::ClientContext ctx;
