@@ -84,12 +84,8 @@ std::string measure(const std::string& metaroced, uint32_t n, uint64_t iteration
   row->state_b = static_cast<double>(ib.connection_state_bytes()) / n;
   t0 = Clock::now();
   for (uint32_t id : ids) {
-    v1::DeleteConnectionRequest req;
-    req.set_id(id);
     v1::DeleteConnectionResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    if (auto s = d.connections(0).Delete(&ctx, req, &resp); !s.ok()) return "delete: " + s.error_message();
+    if (auto s = d.delete_connection(id, &resp); !s.ok()) return "delete: " + s.error_message();
   }
   row->delete_s = seconds_since(t0);
 

@@ -169,12 +169,8 @@ TEST(DaemonScale, SixteenThousandConnectionsAreHeldCountedListedAndCarryAVerifie
 
   // Delete them all (both halves).
   for (uint32_t id : ids) {
-    v1::DeleteConnectionRequest req;
-    req.set_id(id);
     v1::DeleteConnectionResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    const grpc::Status s = d.connections(0).Delete(&ctx, req, &resp);
+    const grpc::Status s = d.delete_connection(id, &resp);
     ASSERT_TRUE(s.ok()) << id << ": " << s.error_message();
     ASSERT_TRUE(resp.peer_released()) << id;
   }

@@ -125,6 +125,15 @@ class UdpDaemonPair {
     return connections_[0]->Create(&ctx, req, out);
   }
 
+  // Deletes connection id at daemon 0 (which releases the peer's half).
+  grpc::Status delete_connection(uint32_t id, v1::DeleteConnectionResponse* out) {
+    v1::DeleteConnectionRequest req;
+    req.set_id(id);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return connections_[0]->Delete(&ctx, req, out);
+  }
+
   // Every counter of daemon h (name -> samples). *bytes: the answer's size.
   grpc::Status counters(int h, v1::Counters* out, size_t* bytes = nullptr) {
     grpc::ClientContext ctx;

@@ -78,22 +78,14 @@ void ConnectionSchedule::deactivate(size_t slot) {
   }
   // Asleep with a passed deadline (not recorded since it woke the slot): it
   // goes back to pending, so the next activate_due wakes it again.
-  if (is_due_[slot]) undue(slot);
+  if (is_due_[slot]) set_deadline(slot, deadline_[slot]);
 }
 
-void ConnectionSchedule::undue(size_t slot) {
-  is_due_[slot] = 0;  // its entry in due_ is stale from now on
-  if (deadline_[slot] != kNever) push(deadline_[slot], slot);
-}
-
+// Recording a deadline takes the slot out of due_ (its entry there is stale
+// from now on) and files it as pending, even when its value has not changed.
 void ConnectionSchedule::set_deadline(size_t slot, Nanos d) {
-  if (is_due_[slot]) {
-    is_due_[slot] = 0;
-    deadline_[slot] = d;
-    if (d != kNever) push(d, slot);
-    return;
-  }
-  if (deadline_[slot] == d) return;
+  if (deadline_[slot] == d && !is_due_[slot]) return;
+  is_due_[slot] = 0;
   deadline_[slot] = d;
   if (d != kNever) push(d, slot);
 }

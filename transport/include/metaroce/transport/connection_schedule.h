@@ -76,7 +76,6 @@ class ConnectionSchedule {
   // Current in the due heap: moved there and not recorded since.
   bool due(const Entry& e) const { return e.slot < deadline_.size() && deadline_[e.slot] == e.at && is_due_[e.slot]; }
   void push(Nanos at, size_t slot);
-  void undue(size_t slot);
   void rebuild();
 
   std::vector<uint64_t> bits_;     // active slots
