@@ -33,6 +33,23 @@ const char* where_name(CaptureWindow::Where w) {
   return "?";
 }
 
+namespace {
+// The pattern key's words, in the order the error messages list them.
+constexpr std::pair<Pattern, const char*> kPatternNames[] = {
+    {Pattern::kPair, "pair"},
+    {Pattern::kAllToAll, "all_to_all"},
+    {Pattern::kPermutation, "permutation"},
+    {Pattern::kIncast, "incast"},
+    {Pattern::kRingAllReduce, "ring_allreduce"},
+};
+}  // namespace
+
+const char* pattern_name(Pattern p) {
+  for (const auto& [k, name] : kPatternNames)
+    if (k == p) return name;
+  return "?";
+}
+
 std::string format_sweep_value(const std::string& parameter, double v) {
   if (parameter == "loss") return units::format_percent(v, 4);
   if (parameter == "skew_ns") return units::format_duration_as_written(static_cast<Nanos>(v));

@@ -83,6 +83,9 @@ LatencySummary summarise(std::vector<Nanos> v) {
   l.median_us = q(0.5);
   l.p99_us = q(0.99);
   l.p999_us = q(0.999);
+  l.cdf_us.reserve(kLatencyCdfPoints);
+  for (size_t i = 0; i < kLatencyCdfPoints; ++i)
+    l.cdf_us.push_back(i == 0 ? l.min_us : q(static_cast<double>(i) / static_cast<double>(kLatencyCdfPoints - 1)));
   return l;
 }
 

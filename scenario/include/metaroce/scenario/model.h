@@ -95,13 +95,32 @@ struct FaultEvent {
   std::optional<CaptureWindow> capture;  // frames around `at`, into the run's output folder
 };
 
+// What traffic a job makes between its hosts. kPair: `from` writes to `to`.
+// The collectives spread the job over a host set (Job::among), each (sender,
+// receiver) pair a flow of `connections` connections; they run in the
+// simulator only (check_runnable).
+enum class Pattern {
+  kPair,
+  kAllToAll,       // every host of the set writes to every other one
+  kPermutation,    // every host writes to one other and is written by one: a random cycle (Sattolo) from the seed
+  kIncast,         // every host of the set writes to `to`
+  kRingAllReduce,  // reduce-scatter then all-gather on a ring: 2 (n - 1) steps, each a size / n chunk to the next host
+};
+const char* pattern_name(Pattern p);
+
 struct Job {
   std::string name;                 // unique, [A-Za-z0-9_.-]{1,32}
-  std::string from, to;             // host names (keys of Scenario::hosts)
+  Pattern pattern = Pattern::kPair;
+  std::string from, to;             // host names (keys of Scenario::hosts); a collective: `to` for incast only
+  std::vector<std::string> among;   // a collective's host set (incast: the senders), in order; empty: every host (incast: but `to`)
   std::string transport = "metaroce";  // metaroce | rocev2
   std::string op = "write";         // write | write_imm | read | send | fetch_add | cmp_swap (sim: write only)
-  uint32_t message_bytes = 65536;
-  uint32_t connections = 1;         // RoCEv2: usually one per plane
+  uint32_t message_bytes = 65536;   // ring_allreduce: the buffer each host reduces (a step moves size / n)
+  uint32_t connections = 1;         // per flow (sender, receiver pair); RoCEv2: usually one per plane
+  // Messages each connection sends, then it is done (a flow of messages x
+  // size bytes: its completion time is the last message's); ring_allreduce:
+  // all-reduce iterations. 0: keep sending until the run's duration.
+  uint64_t messages = 0;
   // Connection parameters: ranges and defaults in transport/connection_params.h.
   uint32_t paths = 0;               // 0 = kDefaultPathsPerPlane per plane (MetaRoCE), 1 (RoCEv2)
   uint32_t streams = transport::kParamStreams.default_value;
@@ -267,10 +286,17 @@ struct Interval {
   std::vector<TierLoad> tiers;      // clos only: per plane, its tiers' link utilisation
 };
 
+// Message completion time: post to completion (the WRITE acknowledged), per
+// message; for ring_allreduce, per all-reduce iteration.
 struct LatencySummary {
   uint64_t samples = 0;
   double min_us = 0, median_us = 0, avg_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+  // The distribution: cdf_us[i] = the completion time that i % of messages
+  // did not exceed (i = 0..100: min, p1, ..., max); empty when not measured
+  // (live daemons report the summary figures only).
+  std::vector<double> cdf_us;
 };
+inline constexpr size_t kLatencyCdfPoints = 101;
 
 // How one worker of one daemon did over a live run (fidelity.h).
 struct WorkerFidelity {
