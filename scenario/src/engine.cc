@@ -254,10 +254,6 @@ double jain_index(const std::vector<uint64_t>& x) {
 std::vector<RunPlan> plan_scenario(const Scenario& s) {
   const std::vector<PlannedRun> planned = plan_runs(s);
   const std::vector<FabricChange> timeline = expand_timeline(s);
-  auto host_index = [&](const std::string& name) {
-    const auto it = std::find(s.host_order.begin(), s.host_order.end(), name);
-    return static_cast<uint32_t>(it - s.host_order.begin());
-  };
   std::vector<Nanos> bounds;
   for (Nanos t = s.interval_ns;; t += s.interval_ns) {
     bounds.push_back(std::min(t, s.duration_ns));
@@ -306,8 +302,9 @@ std::vector<RunPlan> plan_scenario(const Scenario& s) {
       JobSpec js;
       js.job = j;
       js.index = static_cast<size_t>(j - s.jobs.data());
-      js.src = host_index(j->from);
-      js.dst = host_index(j->to);
+      js.flows = job_flows(s, *j);
+      js.src = js.flows.front().src;
+      js.dst = js.flows.front().dst;
       js.message_bytes = pr.sweep_parameter == "message_bytes" ? static_cast<uint32_t>(pr.sweep_value) : j->message_bytes;
       js.connections = pr.sweep_parameter == "connections" ? static_cast<uint32_t>(pr.sweep_value) : j->connections;
       js.paths = j->transport == "rocev2" ? 1

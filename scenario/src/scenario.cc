@@ -22,6 +22,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "metaroce/sim/workload.h"
+
 namespace metaroce::scenario {
 
 const char* where_name(CaptureWindow::Where w) {
@@ -358,22 +360,62 @@ uint32_t Parser::host_ref(const YAML::Node& n, const std::string& key, const Sce
 
 Job Parser::job(const YAML::Node& n, const std::string& key, const Scenario& s) const {
   const MapView m = map(n, key,
-                        {"name", "from", "to", "transport", "op", "size", "connections", "paths", "streams",
-                         "queue_depth", "with"});
+                        {"name", "pattern", "from", "to", "among", "transport", "op", "size", "connections", "messages",
+                         "paths", "streams", "queue_depth", "with"});
   Job j;
   j.name = str(need(m, key, "name"), sub(key, "name"));
   if (!valid_name(j.name, 32, true)) fail(*m.find("name"), sub(key, "name"), "must match [A-Za-z0-9_.-]{1,32} (got '" + j.name + "')");
   if (j.name == "all") fail(*m.find("name"), sub(key, "name"), "'all' is reserved (it means every job in assertions)");
-  auto host = [&](const char* k) {
-    const YAML::Node& v = need(m, key, k);
-    const std::string h = str(v, sub(key, k));
+  auto known_host = [&](const YAML::Node& v, const std::string& k) {
+    const std::string h = str(v, k);
     if (std::find(s.host_order.begin(), s.host_order.end(), h) == s.host_order.end())
-      fail(v, sub(key, k), "unknown host '" + h + "' (hosts: " + join(s.host_order) + ")");
+      fail(v, k, "unknown host '" + h + "' (hosts: " + join(s.host_order) + ")");
     return h;
   };
-  j.from = host("from");
-  j.to = host("to");
-  if (j.from == j.to) fail(*m.find("to"), sub(key, "to"), "must differ from from (" + j.from + ")");
+  auto host = [&](const char* k) { return known_host(need(m, key, k), sub(key, k)); };
+  if (const auto* v = m.find("pattern")) {
+    std::vector<std::string> names;
+    for (const auto& [p, name] : kPatternNames) names.push_back(name);
+    const std::string w = one_of(*v, sub(key, "pattern"), names);
+    for (const auto& [p, name] : kPatternNames)
+      if (w == name) j.pattern = p;
+  }
+  const std::string pattern = pattern_name(j.pattern);
+  auto not_with_pattern = [&](const char* k, const std::string& instead) {
+    if (const auto* v = m.find(k))
+      fail(*v, sub(key, k), "not used by pattern " + pattern + " (" + instead + ")");
+  };
+  if (j.pattern == Pattern::kPair) {
+    not_with_pattern("among", "a pair writes from `from` to `to`; all_to_all, permutation, incast and ring_allreduce take a host set");
+    j.from = host("from");
+    j.to = host("to");
+    if (j.from == j.to) fail(*m.find("to"), sub(key, "to"), "must differ from from (" + j.from + ")");
+  } else {
+    not_with_pattern("from", "its senders are the hosts in among");
+    if (j.pattern == Pattern::kIncast) j.to = host("to");
+    else not_with_pattern("to", "its receivers are the hosts in among");
+    if (const auto* v = m.find("among")) {
+      const std::string ak = sub(key, "among");
+      if (v->IsScalar() && v->Scalar() == "all") {
+        // every host, as when among is left out
+      } else {
+        if (!v->IsSequence()) fail(*v, ak, "must be all or a list of host names, e.g. [h0, h1, h2] (got " + text(*v) + ")");
+        sequence(*v, ak, 1, s.host_order.size());
+        for (size_t i = 0; i < v->size(); ++i) {
+          const std::string h = known_host((*v)[i], idx(ak, i));
+          if (std::find(j.among.begin(), j.among.end(), h) != j.among.end()) fail((*v)[i], idx(ak, i), "host " + h + " is listed twice");
+          if (h == j.to) fail((*v)[i], idx(ak, i), "host " + h + " is the incast's receiver (to), not a sender");
+          j.among.push_back(h);
+        }
+      }
+    }
+    const size_t set = job_hosts(s, j).size();
+    const size_t least = j.pattern == Pattern::kIncast ? 1 : 2;
+    if (set < least)
+      fail(m.find("among") ? *m.find("among") : n, sub(key, "among"),
+           "pattern " + pattern + " needs at least " + std::to_string(least) + " host" + (least > 1 ? "s" : "") + " (got " +
+               std::to_string(set) + ")");
+  }
   if (const auto* v = m.find("transport")) j.transport = one_of(*v, sub(key, "transport"), {"metaroce", "rocev2"});
   if (const auto* v = m.find("op")) j.op = one_of(*v, sub(key, "op"), transport::operation_name_list());
   const transport::Operation op = transport::parse_operation(j.op).value();
@@ -388,6 +430,16 @@ Job Parser::job(const YAML::Node& n, const std::string& key, const Scenario& s) 
   }
   if (const auto* v = m.find("connections"))
     j.connections = static_cast<uint32_t>(uint(*v, sub(key, "connections"), 1, kMaxConnections));
+  if (const auto* v = m.find("messages")) j.messages = uint(*v, sub(key, "messages"), 0, kMaxJobMessages);
+  {
+    // Every flow's connections exist at once in the simulator.
+    const uint64_t flows = job_flow_count(s, j), total = flows * j.connections;
+    if (total > kMaxJobConnectionsTotal)
+      fail(m.find("connections") ? *m.find("connections") : n, sub(key, "connections"),
+           "pattern " + pattern + " makes " + std::to_string(flows) + " flows x " + std::to_string(j.connections) +
+               " connections = " + std::to_string(total) + ", at most " + std::to_string(kMaxJobConnectionsTotal) +
+               " per job");
+  }
   if (const auto* v = m.find("paths")) {
     j.paths = static_cast<uint32_t>(uint(*v, sub(key, "paths"), 1, kMaxPaths));
     if (j.transport == "rocev2" && j.paths != 1)
@@ -1001,6 +1053,11 @@ std::optional<Scenario> load_scenario_file(const std::string& path, std::string*
 }
 
 std::string sim_only_reason(const Scenario& s) {
+  for (size_t i = 0; i < s.jobs.size(); ++i)
+    if (s.jobs[i].pattern != Pattern::kPair)
+      return "jobs[" + std::to_string(i) + "].pattern: not run live: " + pattern_name(s.jobs[i].pattern) + " over " +
+             std::to_string(job_hosts(s, s.jobs[i]).size()) +
+             " hosts; a live scenario starts one from -> to traffic job per job, so a collective runs in the simulator (--sim)";
   if (!s.clos) return {};
   return "topology.kind: not run live: needs " + std::to_string(s.hosts_count) + " hosts in a clos topology (" +
          std::to_string(s.clos->leaves(s.hosts_count)) + " leaves and " + std::to_string(s.clos->spines) +
@@ -1028,20 +1085,95 @@ std::string check_runnable(const Scenario& s, bool live) {
   if (interval < 1000)
     return "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got " +
            units::format_duration_as_written(interval) + ")";
-  // Buffers the simulated WRITEs need (sim/workload.h): a destination slot per
-  // WRITE outstanding, one source pattern per job.
-  for (size_t i = 0; i < s.jobs.size(); ++i) {
-    const Job& j = s.jobs[i];
-    double size = j.message_bytes, conns = j.connections;
-    if (s.sweep && s.sweep->parameter == "message_bytes") size = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
-    if (s.sweep && s.sweep->parameter == "connections") conns = *std::max_element(s.sweep->values.begin(), s.sweep->values.end());
-    const double slots = static_cast<double>(j.queue_depth) * conns * j.streams;
-    const double bytes = slots * size + size + 16 * slots;
-    if (bytes > 2048.0 * 1024 * 1024)
-      return "jobs[" + std::to_string(i) + "]: the simulator would need " + units::trimmed_fixed(bytes / (1024 * 1024), 0) +
-             " MiB of buffers (queue_depth x size x connections x streams), at most 2048";
+  // Buffers the simulated WRITEs need at once (sim/workload.h: a source
+  // pattern per flow, a destination slot per WRITE outstanding), over the
+  // jobs that run together, at the largest sweep value.
+  auto largest = [&](const char* parameter, double v) {
+    return s.sweep && s.sweep->parameter == parameter ? *std::max_element(s.sweep->values.begin(), s.sweep->values.end()) : v;
+  };
+  for (const PlannedRun& run : plan_runs(s)) {
+    if (run.sweep_value != (s.sweep ? s.sweep->values.front() : 0)) break;  // every value's runs have the same jobs
+    double bytes = 0;
+    for (const Job* j : run.jobs) {
+      const double size = largest("message_bytes", j->message_bytes), conns = largest("connections", j->connections);
+      const double flows = static_cast<double>(job_flow_count(s, *j));
+      if (j->pattern == Pattern::kRingAllReduce) {
+        bytes += 3 * size;  // a source pattern and two destination slots per host of a chunk each (sim/ring_allreduce.h)
+        continue;
+      }
+      sim::WriteWorkloadConfig wc;
+      wc.message_bytes = static_cast<uint32_t>(size);
+      wc.depth = j->queue_depth;
+      wc.streams = static_cast<uint16_t>(j->streams);
+      wc.messages = j->messages;
+      bytes += flows * static_cast<double>(wc.buffer_bytes(static_cast<uint64_t>(conns)));
+    }
+    if (bytes > kMaxSimBufferBytes)
+      return "jobs[" + std::to_string(run.jobs[0] - s.jobs.data()) + "] (" + run.jobs[0]->name +
+             (run.jobs.size() > 1 ? " and the jobs with it" : "") + "): the simulator would need " +
+             units::trimmed_fixed(bytes / (1 << 20), 0) + " MiB of message buffers at once (flows x connections x streams x "
+             "min(queue_depth, messages) x size), at most " + units::trimmed_fixed(kMaxSimBufferBytes / (1 << 20), 0);
   }
   return {};
+}
+
+std::vector<uint32_t> job_hosts(const Scenario& s, const Job& j) {
+  auto index = [&](const std::string& name) {
+    return static_cast<uint32_t>(std::find(s.host_order.begin(), s.host_order.end(), name) - s.host_order.begin());
+  };
+  std::vector<uint32_t> out;
+  if (j.pattern == Pattern::kPair) return {index(j.from), index(j.to)};
+  if (!j.among.empty()) {
+    for (const std::string& h : j.among) out.push_back(index(h));
+    return out;
+  }
+  for (const std::string& h : s.host_order)
+    if (j.pattern != Pattern::kIncast || h != j.to) out.push_back(index(h));
+  return out;
+}
+
+uint64_t job_flow_count(const Scenario& s, const Job& j) {
+  if (j.pattern == Pattern::kPair) return 1;
+  const uint64_t n = j.among.empty() ? s.host_order.size() - (j.pattern == Pattern::kIncast) : j.among.size();
+  return j.pattern == Pattern::kAllToAll ? n * (n - 1) : n;
+}
+
+std::vector<Flow> job_flows(const Scenario& s, const Job& j) {
+  const std::vector<uint32_t> set = job_hosts(s, j);
+  const size_t n = set.size();
+  std::vector<Flow> out;
+  switch (j.pattern) {
+    case Pattern::kPair: out.push_back({set[0], set[1]}); break;
+    case Pattern::kAllToAll:
+      for (uint32_t a : set)
+        for (uint32_t b : set)
+          if (a != b) out.push_back({a, b});
+      break;
+    case Pattern::kPermutation: {
+      // Sattolo's shuffle gives a single cycle: nobody writes to itself. Its
+      // own generator (splitmix64), so the pairs are the same on every platform.
+      std::vector<uint32_t> to = set;
+      uint64_t x = s.seed;
+      auto next = [&x] {
+        uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+      };
+      for (size_t i = n - 1; i > 0; --i) std::swap(to[i], to[next() % i]);
+      for (size_t k = 0; k < n; ++k) out.push_back({set[k], to[k]});
+      break;
+    }
+    case Pattern::kIncast: {
+      const uint32_t dst = static_cast<uint32_t>(std::find(s.host_order.begin(), s.host_order.end(), j.to) - s.host_order.begin());
+      for (uint32_t a : set) out.push_back({a, dst});
+      break;
+    }
+    case Pattern::kRingAllReduce:
+      for (size_t k = 0; k < n; ++k) out.push_back({set[k], set[(k + 1) % n]});
+      break;
+  }
+  return out;
 }
 
 std::vector<PlannedRun> plan_runs(const Scenario& s) {

@@ -13,6 +13,7 @@
 #include "metaroce/capture/pcapng.h"
 #include "metaroce/emulator/fabric.h"
 #include "metaroce/scenario/scenario.h"
+#include "metaroce/sim/ring_allreduce.h"
 #include "metaroce/sim/simulator.h"
 #include "metaroce/sim/workload.h"
 #include "metaroce/transport/endpoint.h"
@@ -34,14 +35,17 @@ emulator::Timeline sim_timeline(const RunPlan& plan, double time_scale) {
 namespace {
 // A job's workload: depth WRITEs outstanding per connection and stream, each
 // in its own destination slot (sim/workload.h).
-sim::WriteWorkloadConfig sim_workload_config(const JobSpec& spec) {
+// Flow f of the job gets its own pattern seed (flow 0 the job's, as before
+// jobs had flows).
+sim::WriteWorkloadConfig sim_workload_config(const JobSpec& spec, size_t flow = 0) {
   sim::WriteWorkloadConfig wc;
   wc.message_bytes = spec.message_bytes;
   wc.depth = spec.job->queue_depth;
   wc.streams = static_cast<uint16_t>(spec.job->streams);
   wc.slots = 0;  // as many destination slots as WRITEs outstanding (depth)
-  wc.seed = spec.seed * 1000 + spec.index + 1;
+  wc.seed = spec.seed * 1000 + spec.index + 1 + (static_cast<uint64_t>(flow) << 20);
   wc.record_latency = true;
+  wc.messages = spec.job->messages;
   return wc;
 }
 }  // namespace
@@ -49,7 +53,12 @@ sim::WriteWorkloadConfig sim_workload_config(const JobSpec& spec) {
 std::vector<uint32_t> sim_completion_queue_depths(const RunPlan& plan, uint32_t hosts) {
   std::vector<uint64_t> n(hosts, 0);
   for (const JobSpec& spec : plan.jobs)
-    if (spec.src < hosts) n[spec.src] += sim::WriteWorkload::max_outstanding(spec.connections, sim_workload_config(spec));
+    for (const Flow& f : spec.flows)
+      if (f.src < hosts)
+        // A ring position has one step outstanding: a WRITE per connection (sim/ring_allreduce.h).
+        n[f.src] += spec.job->pattern == Pattern::kRingAllReduce
+                        ? spec.connections
+                        : sim::WriteWorkload::max_outstanding(spec.connections, sim_workload_config(spec));
   std::vector<uint32_t> out(hosts);
   for (uint32_t h = 0; h < hosts; ++h) out[h] = static_cast<uint32_t>(std::clamp<uint64_t>(n[h], 1, 1u << 24));
   return out;
@@ -95,12 +104,40 @@ struct JobSnapshot {
   std::vector<uint64_t> bytes, messages, retransmits, packets;  // per job
 };
 
+// One (sender, receiver) flow of a job: its connections (ids local to the
+// sender; the receiver's are id + kRemoteIdOffset) and its workload (a ring
+// all-reduce's flows are its hops, and one workload drives them all).
+struct SimFlow {
+  uint32_t src = 0, dst = 0;
+  std::vector<uint32_t> conns;
+  std::unique_ptr<sim::WriteWorkload> work;  // null in a ring all-reduce
+};
+
 struct SimJob {
   JobSpec spec;
   transport::TransportKind kind = transport::TransportKind::kMetaRoCE;
-  std::vector<uint32_t> conns;
-  std::unique_ptr<sim::WriteWorkload> work;
+  std::vector<SimFlow> flows;
+  std::unique_ptr<sim::RingAllReduceWorkload> ring;  // pattern ring_allreduce
   std::string first_error;
+
+  template <typename F>
+  uint64_t sum(F f) const {
+    uint64_t n = 0;
+    for (const SimFlow& fl : flows) n += f(*fl.work);
+    return n;
+  }
+  uint64_t bytes() const {
+    return ring ? ring->bytes_completed() : sum([](const sim::WriteWorkload& w) { return w.bytes_completed(); });
+  }
+  uint64_t messages() const {
+    return ring ? ring->messages_completed() : sum([](const sim::WriteWorkload& w) { return w.messages_completed(); });
+  }
+};
+
+// Which job and flow a connection (by its id at the sender) belongs to.
+struct ConnectionOwner {
+  SimJob* job = nullptr;
+  uint32_t flow = 0;
 };
 
 // Everything one run builds; the simulator and fabric refer to each other, so
@@ -113,8 +150,8 @@ struct SimRun {
   uint32_t hosts = 0, planes = 0;
   std::vector<std::unique_ptr<transport::Endpoint>> eps;
   std::vector<SimJob> jobs;
-  std::vector<SimJob*> owner;  // by local connection id
-  std::vector<std::vector<SimJob*>> senders;
+  std::vector<ConnectionOwner> owner;  // by the sender's connection id
+  std::vector<bool> sends;             // by host: some flow sends from it
   std::vector<JobSnapshot> snaps;
 };
 
@@ -173,78 +210,117 @@ class SimBackend final : public Backend {
       r.eps.push_back(std::make_unique<Endpoint>(c));
       r.sim.add_host(r.eps.back().get());
     }
-    r.senders.assign(H, {});
+    r.sends.assign(H, false);
     r.jobs.resize(plan.jobs.size());
+    // Connection ids count up over the run's jobs and flows; the responders'
+    // are the same + kRemoteIdOffset, so both must stay below it.
+    uint32_t next_id = 1;
     for (size_t ji = 0; ji < plan.jobs.size(); ++ji) {
       SimJob& js = r.jobs[ji];
       js.spec = plan.jobs[ji];
       const JobSpec& spec = js.spec;
       const Job& j = *spec.job;
       js.kind = spec.rocev2() ? TransportKind::kRoCEv2 : TransportKind::kMetaRoCE;
-      FlowEnds ends;
-      ends.src_ip = ip_of(spec.src);
-      ends.dst_ip = ip_of(spec.dst);
-      ends.dst_port = js.kind == TransportKind::kRoCEv2 ? wire::rocev2::kUdpPort : wire::kDefaultUdpPort;
-      ends.hash_seed = r.fabric.config().hash_seed;
-      const std::vector<uint16_t> ports = path_source_ports(spec, P, s_.ecmp_width(), ends, s_.clos ? clos_first_spine(spec, P) : 0);
-      for (uint32_t c = 0; c < spec.connections; ++c) {
-        ConnectionConfig ca;
-        ca.transport = js.kind;
-        ca.local_id = 1 + static_cast<uint32_t>(spec.index) * 256 + c;
-        ca.remote_id = ca.local_id + kRemoteIdOffset;
-        ca.peer_ip = ip_of(spec.dst);
-        ca.peer_mac = mac_of(spec.dst);
-        if (js.kind == TransportKind::kMetaRoCE) {
-          // Path i on plane i % planes; its ECMP link is path_source_ports'.
-          for (uint32_t i = 0; i < spec.paths; ++i)
-            ca.paths.push_back({static_cast<uint8_t>(i % P), ports[c * spec.paths + i]});
-        } else {
-          // A RoCEv2 QP is pinned to one path: connection c on plane c % planes.
-          ca.paths.push_back({static_cast<uint8_t>(c % P), ports[c]});
+      js.flows.resize(spec.flows.size());
+      for (size_t fi = 0; fi < spec.flows.size(); ++fi) {
+        SimFlow& fl = js.flows[fi];
+        fl.src = spec.flows[fi].src;
+        fl.dst = spec.flows[fi].dst;
+        // The flow as a pair job: its ends choose the ports and the first spine.
+        JobSpec pair = spec;
+        pair.src = fl.src;
+        pair.dst = fl.dst;
+        FlowEnds ends;
+        ends.src_ip = ip_of(fl.src);
+        ends.dst_ip = ip_of(fl.dst);
+        ends.dst_port = js.kind == TransportKind::kRoCEv2 ? wire::rocev2::kUdpPort : wire::kDefaultUdpPort;
+        ends.hash_seed = r.fabric.config().hash_seed;
+        const std::vector<uint16_t> ports =
+            path_source_ports(pair, P, s_.ecmp_width(), ends, s_.clos ? clos_first_spine(pair, P) : 0);
+        if (next_id + spec.connections >= kRemoteIdOffset)
+          throw std::invalid_argument("jobs: the run's jobs have more than " + std::to_string(kRemoteIdOffset - 1) +
+                                      " connections in all, more than the simulator numbers");
+        for (uint32_t c = 0; c < spec.connections; ++c) {
+          ConnectionConfig ca;
+          ca.transport = js.kind;
+          ca.local_id = next_id++;
+          ca.remote_id = ca.local_id + kRemoteIdOffset;
+          ca.peer_ip = ip_of(fl.dst);
+          ca.peer_mac = mac_of(fl.dst);
+          if (js.kind == TransportKind::kMetaRoCE) {
+            // Path i on plane i % planes; its ECMP link is path_source_ports'.
+            for (uint32_t i = 0; i < spec.paths; ++i)
+              ca.paths.push_back({static_cast<uint8_t>(i % P), ports[c * spec.paths + i]});
+          } else {
+            // A RoCEv2 QP is pinned to one path: connection c on plane c % planes.
+            ca.paths.push_back({static_cast<uint8_t>(c % P), ports[c]});
+          }
+          ca.streams = static_cast<uint16_t>(j.streams);
+          ca.max_outstanding_per_stream = j.queue_depth;
+          ca.recv_window_messages = std::max<uint32_t>(128, j.queue_depth);
+          ca.max_message_bytes = std::max<uint32_t>(spec.message_bytes, 4096);
+          ca.mtu_payload = s_.mtu_payload;
+          // Timer floors: the engine's, for an ideal clock
+          // (kParamMinRto.engine_default), not the live daemons'
+          // (kParamMinRto.default_value). The simulator compresses the
+          // scenario's time (sim.time_scale) but not the transport's timers,
+          // so a 2 ms floor would make every reaction 50x slower against the
+          // faults than live (tried: plane-failure kept 0.39, not 0.75).
+          ConnectionConfig cb = ca;
+          std::swap(cb.local_id, cb.remote_id);
+          cb.peer_ip = ip_of(fl.src);
+          cb.peer_mac = mac_of(fl.src);
+          std::string err;
+          if (!r.eps[fl.src]->create_connection(ca, &err) || !r.eps[fl.dst]->create_connection(cb, &err))
+            throw std::invalid_argument("jobs[" + std::to_string(spec.index) + "]: connection: " + err);
+          fl.conns.push_back(ca.local_id);
+          if (r.owner.size() <= ca.local_id) r.owner.resize(ca.local_id + 1);
+          r.owner[ca.local_id] = {&js, static_cast<uint32_t>(fi)};
         }
-        ca.streams = static_cast<uint16_t>(j.streams);
-        ca.max_outstanding_per_stream = j.queue_depth;
-        ca.recv_window_messages = std::max<uint32_t>(128, j.queue_depth);
-        ca.max_message_bytes = std::max<uint32_t>(spec.message_bytes, 4096);
-        ca.mtu_payload = s_.mtu_payload;
-        // Timer floors: the engine's, for an ideal clock
-        // (kParamMinRto.engine_default), not the live daemons'
-        // (kParamMinRto.default_value). The simulator compresses the
-        // scenario's time (sim.time_scale) but not the transport's timers,
-        // so a 2 ms floor would make every reaction 50x slower against the
-        // faults than live (tried: plane-failure kept 0.39, not 0.75).
-        ConnectionConfig cb = ca;
-        std::swap(cb.local_id, cb.remote_id);
-        cb.peer_ip = ip_of(spec.src);
-        cb.peer_mac = mac_of(spec.src);
-        std::string err;
-        if (!r.eps[spec.src]->create_connection(ca, &err) || !r.eps[spec.dst]->create_connection(cb, &err))
-          throw std::invalid_argument("jobs[" + std::to_string(spec.index) + "]: connection: " + err);
-        js.conns.push_back(ca.local_id);
-        if (r.owner.size() <= ca.local_id) r.owner.resize(ca.local_id + 1, nullptr);
-        r.owner[ca.local_id] = &js;
+        if (j.pattern != Pattern::kRingAllReduce)
+          fl.work = std::make_unique<sim::WriteWorkload>(r.sim, *r.eps[fl.src], static_cast<int>(fl.src), *r.eps[fl.dst],
+                                                         fl.conns, sim_workload_config(spec, fi));
+        r.sends[fl.src] = true;
       }
-      const sim::WriteWorkloadConfig wc = sim_workload_config(spec);
-      js.work = std::make_unique<sim::WriteWorkload>(r.sim, *r.eps[spec.src], static_cast<int>(spec.src),
-                                                     *r.eps[spec.dst], js.conns, wc);
-      r.senders[spec.src].push_back(&js);
+      if (j.pattern == Pattern::kRingAllReduce) {
+        // The hops in ring order: flow k is host k of the set to host k + 1.
+        std::vector<transport::Endpoint*> eps;
+        std::vector<int> hosts;
+        std::vector<std::vector<uint32_t>> conns;
+        for (const SimFlow& fl : js.flows) {
+          eps.push_back(r.eps[fl.src].get());
+          hosts.push_back(static_cast<int>(fl.src));
+          conns.push_back(fl.conns);
+        }
+        sim::RingAllReduceConfig rc;
+        rc.buffer_bytes = spec.message_bytes;
+        rc.iterations = j.messages;
+        rc.seed = sim_workload_config(spec).seed;
+        rc.record_latency = true;
+        js.ring = std::make_unique<sim::RingAllReduceWorkload>(r.sim, std::move(eps), std::move(hosts), std::move(conns), rc);
+      }
     }
-    // Several jobs may send from one host: poll its completions here and hand
-    // each to the job that owns the connection.
+    // Several jobs and flows may send from one host: poll its completions
+    // here and hand each to the flow that owns the connection.
     r.sim.on_host_activity([&r](int h) {
-      if (r.senders[h].empty()) return;
+      if (!r.sends[h]) return;
       Completion wc[64];
       size_t n;
       while ((n = r.eps[h]->poll_completions(wc)) > 0)
         for (size_t i = 0; i < n; ++i) {
-          SimJob* js = wc[i].conn < r.owner.size() ? r.owner[wc[i].conn] : nullptr;
-          if (!js || js->spec.src != static_cast<uint32_t>(h)) continue;
-          if (wc[i].status != WcStatus::kSuccess && js->first_error.empty())
-            js->first_error = wc_status_name(wc[i].status);
-          js->work->on_completion(wc[i]);
+          const ConnectionOwner o = wc[i].conn < r.owner.size() ? r.owner[wc[i].conn] : ConnectionOwner{};
+          if (!o.job || o.job->flows[o.flow].src != static_cast<uint32_t>(h)) continue;
+          if (wc[i].status != WcStatus::kSuccess && o.job->first_error.empty())
+            o.job->first_error = wc_status_name(wc[i].status);
+          if (o.job->ring) o.job->ring->on_completion(h, wc[i]);
+          else o.job->flows[o.flow].work->on_completion(wc[i]);
         }
     });
-    for (SimJob& js : r.jobs) js.work->start();
+    for (SimJob& js : r.jobs) {
+      if (js.ring) js.ring->start();
+      for (SimFlow& fl : js.flows)
+        if (fl.work) fl.work->start();
+    }
   }
 
   void start_timeline(const RunPlan& plan) override {
@@ -271,13 +347,14 @@ class SimBackend final : public Backend {
     js.clock_s = static_cast<double>(now) / 1e9;
     for (const SimJob& j : r.jobs) {
       uint64_t retx = 0, pkts = 0;
-      for (uint32_t c : j.conns) {
-        const transport::ConnectionStats st = r.eps[j.spec.src]->stats(c);
-        retx += st.retransmits;
-        pkts += st.data_packets_sent;
-      }
-      js.bytes.push_back(j.work->bytes_completed());
-      js.messages.push_back(j.work->messages_completed());
+      for (const SimFlow& fl : j.flows)
+        for (uint32_t c : fl.conns) {
+          const transport::ConnectionStats st = r.eps[fl.src]->stats(c);
+          retx += st.retransmits;
+          pkts += st.data_packets_sent;
+        }
+      js.bytes.push_back(j.bytes());
+      js.messages.push_back(j.messages());
       js.retransmits.push_back(retx);
       js.packets.push_back(pkts);
     }
@@ -415,37 +492,60 @@ class SimBackend final : public Backend {
       rr.transport = js.spec.job->transport;
       rr.op = js.spec.job->op;
       rr.seed = js.spec.seed;
-      rr.bytes = js.work->bytes_completed();
-      rr.messages = js.work->messages_completed();
+      rr.bytes = js.bytes();
+      rr.messages = js.messages();
       rr.goodput_bps = sim_seconds > 0 ? 8.0 * static_cast<double>(rr.bytes) / sim_seconds : 0;
-      for (uint32_t c : js.conns) {
-        const transport::ConnectionStats sa = r.eps[js.spec.src]->stats(c);
-        rr.data_packets += sa.data_packets_sent;
-        rr.retransmits += sa.retransmits;
-        rr.rtos += sa.rtos;
-        if (js.kind == transport::TransportKind::kMetaRoCE) {
-          rr.spurious_retransmits += sa.spurious_retransmits;
-        } else {
-          // Go-back-N: the responder sees them as duplicates of PSNs it had accepted.
-          rr.spurious_retransmits += r.eps[js.spec.dst]->stats(c + kRemoteIdOffset).duplicates_received;
+      std::vector<Nanos> latencies;
+      uint64_t work_errors = 0, cq_lost = 0;
+      std::string overflowed;  // the first sender whose completion queue overflowed
+      std::vector<bool> counted(r.hosts, false);
+      for (const SimFlow& fl : js.flows) {
+        for (uint32_t c : fl.conns) {
+          const transport::ConnectionStats sa = r.eps[fl.src]->stats(c);
+          rr.data_packets += sa.data_packets_sent;
+          rr.retransmits += sa.retransmits;
+          rr.rtos += sa.rtos;
+          if (js.kind == transport::TransportKind::kMetaRoCE) {
+            rr.spurious_retransmits += sa.spurious_retransmits;
+          } else {
+            // Go-back-N: the responder sees them as duplicates of PSNs it had accepted.
+            rr.spurious_retransmits += r.eps[fl.dst]->stats(c + kRemoteIdOffset).duplicates_received;
+          }
+          for (const transport::PathStats& p : sa.paths) {
+            rr.path_state_changes += p.state_changes;
+            if (p.plane >= rr.planes.size()) rr.planes.resize(p.plane + 1);
+            PlaneFigures& f = rr.planes[p.plane];
+            f.rtos += p.rtos, f.retransmits += p.retransmits, f.state_changes += p.state_changes;
+          }
         }
-        for (const transport::PathStats& p : sa.paths) {
-          rr.path_state_changes += p.state_changes;
-          if (p.plane >= rr.planes.size()) rr.planes.resize(p.plane + 1);
-          PlaneFigures& f = rr.planes[p.plane];
-          f.rtos += p.rtos, f.retransmits += p.retransmits, f.state_changes += p.state_changes;
+        if (fl.work) {
+          const std::vector<uint64_t> b = fl.work->bytes_by_connection();
+          rr.connection_bytes.insert(rr.connection_bytes.end(), b.begin(), b.end());
+          latencies.insert(latencies.end(), fl.work->latencies().begin(), fl.work->latencies().end());
+          rr.verify_failures += fl.work->verify_failures();
+          work_errors += fl.work->error_completions();
+        }
+        if (!counted[fl.src]) {
+          counted[fl.src] = true;
+          const uint64_t lost = r.eps[fl.src]->counters().completion_queue_overflow;
+          if (lost && overflowed.empty()) overflowed = s_.host_order[fl.src];
+          cq_lost += lost;
         }
       }
-      rr.connection_bytes = js.work->bytes_by_connection();
+      if (js.ring) {
+        rr.connection_bytes = js.ring->bytes_by_connection();
+        latencies = js.ring->latencies();  // one per all-reduce iteration
+        rr.verify_failures = js.ring->verify_failures();
+        work_errors = js.ring->error_completions();
+      }
       rr.jain_fairness = jain_index(rr.connection_bytes);
       rr.sim_events = r.sim.events_processed();
-      rr.verify_failures = js.work->verify_failures();
       // Sized to what the host's jobs can have outstanding, the queue cannot
       // overflow; if it ever did, completions were lost: say so, never silently.
-      const uint64_t cq_lost = r.eps[js.spec.src]->counters().completion_queue_overflow;
-      const uint64_t errors = js.work->error_completions() + cq_lost;
+      const uint64_t errors = work_errors + cq_lost;
       rr.verified = rr.messages > 0 && rr.verify_failures == 0 && errors == 0;
-      const std::string first = js.first_error.empty() ? "" : " (first: " + js.first_error + ")";
+      const std::string& first_error = js.ring && !js.ring->first_error().empty() ? js.ring->first_error() : js.first_error;
+      const std::string first = first_error.empty() ? "" : " (first: " + first_error + ")";
       if (rr.verified) {
         rr.verification = "passed";
       } else if (rr.verify_failures > 0) {
@@ -456,13 +556,23 @@ class SimBackend final : public Backend {
       } else {
         rr.verification = "no message completed";
       }
+      // A finite job (messages per connection) that the run ended before it
+      // finished did not succeed: its completion times miss the slowest flows.
+      const uint64_t planned =
+          js.ring ? js.spec.job->messages : js.spec.job->messages * js.spec.connections * js.flows.size();
+      const uint64_t finished = js.ring ? js.ring->iterations_completed() : rr.messages;
       if (errors > 0) {
         rr.state = "failed";
-        rr.error = cq_lost > 0 ? std::to_string(cq_lost) + " completions lost: host " + s_.host_order[js.spec.src] +
+        rr.error = cq_lost > 0 ? std::to_string(cq_lost) + " completions lost: host " + overflowed +
                                      "'s completion queue overflowed"
                                : std::to_string(errors) + " WRITEs completed with an error" + first;
+      } else if (planned > 0 && finished < planned) {
+        rr.state = "stopped";
+        rr.error = std::to_string(finished) + " of " + std::to_string(planned) +
+                   (js.ring ? " all-reduce iterations" : " messages") +
+                   " completed before the run's end (duration): not every flow finished";
       }
-      rr.latency = summarise(js.work->latencies());
+      rr.latency = summarise(std::move(latencies));
       for (size_t k = 1; k < r.snaps.size(); ++k) {
         const JobSnapshot &a = r.snaps[k - 1], &b = r.snaps[k];
         const double dt = b.clock_s - a.clock_s;  // simulated seconds

@@ -9,8 +9,11 @@ namespace metaroce::sim {
 WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_host, transport::Endpoint& dst,
                              std::vector<uint32_t> src_conns, const WriteWorkloadConfig& cfg)
     : sim_(sim), src_(src), src_host_(src_host), dst_(dst), cfg_(cfg) {
-  slots_ = cfg_.slots ? cfg_.slots : cfg_.depth;
-  if (slots_ < cfg_.depth || slots_ == 0) throw std::invalid_argument("slots: must be >= depth");
+  if (cfg_.streams == 0) throw std::invalid_argument("streams: must be >= 1");
+  if (cfg_.slots != 0 && cfg_.slots < cfg_.depth) throw std::invalid_argument("slots: must be >= depth");
+  slots_ = cfg_.slots_per_lane();
+  if (slots_ == 0) throw std::invalid_argument("depth: must be >= 1");
+  planned_ = cfg_.messages * src_conns.size();
   connections_ = src_conns.size();
   const size_t lanes = src_conns.size() * cfg_.streams;
   const size_t total_slots = lanes * slots_;
@@ -42,11 +45,15 @@ WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_h
       lane.stream = s;
       lane.first_slot = static_cast<uint32_t>(lanes_.size() * slots_);
       lane.slots.resize(slots_);
+      if (cfg_.messages) lane.unposted = cfg_.messages / cfg_.streams + (s < cfg_.messages % cfg_.streams ? 1 : 0);
       lanes_.push_back(std::move(lane));
     }
   }
-  samples_.reserve(1 << 16);
-  if (cfg_.record_latency) latencies_.reserve(1 << 16);
+  // Room for a finite workload's messages, or a start: thousands of
+  // workloads run at once in a collective job, most with few messages.
+  const size_t expect = planned_ ? std::min<uint64_t>(planned_, 1 << 16) : 1 << 10;
+  samples_.reserve(expect);
+  if (cfg_.record_latency) latencies_.reserve(expect);
 }
 
 const uint8_t* WriteWorkload::source(const Lane& lane, uint32_t idx, uint32_t use) const {
@@ -60,7 +67,8 @@ uint8_t* WriteWorkload::destination(const Lane& lane, uint32_t idx) {
 void WriteWorkload::post_one(Lane& lane) {
   const uint32_t idx = lane.next_slot;
   Slot& slot = lane.slots[idx];
-  if (slot.busy) return;
+  if (slot.busy || lane.unposted == 0) return;
+  if (lane.unposted != UINT64_MAX) --lane.unposted;
   lane.next_slot = (lane.next_slot + 1) % slots_;
   slot.busy = true;
   ++slot.uses;
@@ -81,7 +89,7 @@ void WriteWorkload::post_one(Lane& lane) {
 
 void WriteWorkload::start() {
   for (Lane& lane : lanes_)
-    for (uint32_t i = 0; i < cfg_.depth; ++i) post_one(lane);
+    for (uint32_t i = 0; i < std::min(cfg_.depth, slots_); ++i) post_one(lane);
   sim_.kick(src_host_);
 }
 

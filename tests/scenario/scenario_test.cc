@@ -401,8 +401,8 @@ TEST(ScenarioErrors, UnknownKeys) {
             "f.yaml:7: base.latency: unknown key (allowed: loss, delay, jitter, duplicate, corrupt, reorder, "
             "reorder_delay, rate, ecn_threshold, queue_limit)");
   EXPECT_EQ(error_of(kMinimal + "  - {name: c, from: h0, to: h1, depth: 4}\n"),
-            "f.yaml:7: jobs[2].depth: unknown key (allowed: name, from, to, transport, op, size, connections, paths, "
-            "streams, queue_depth, with)");
+            "f.yaml:7: jobs[2].depth: unknown key (allowed: name, pattern, from, to, among, transport, op, size, "
+            "connections, messages, paths, streams, queue_depth, with)");
   EXPECT_EQ(error_of(kMinimal + "sim: {speed: 2}\n"),
             "f.yaml:7: sim.speed: unknown key (allowed: time_scale)");
   EXPECT_EQ(error_of(kMinimal + "sim: {plane_rate: 25G}\n"),
@@ -564,8 +564,8 @@ TEST(ScenarioRunnable, SimulatorRunsWritesOnly) {
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "  - {name: c, from: h0, to: h1, op: read}\n"), false),
             "jobs[2].op: the simulator runs write only (got read)");
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "  - {name: c, from: h0, to: h1, size: 16M, connections: 64}\n"), false),
-            "jobs[2]: the simulator would need 16400 MiB of buffers (queue_depth x size x connections x streams), "
-            "at most 2048");
+            "jobs[2] (c): the simulator would need 16400 MiB of message buffers at once (flows x connections x "
+            "streams x min(queue_depth, messages) x size), at most 8192");
   EXPECT_EQ(check_runnable(parse_ok(kMinimal + "interval: 10ms\nsim: {time_scale: 0.00005}\n"), false),
             "sim.time_scale: interval x time_scale must be at least 1us of simulated time (got 500ns)");
 }

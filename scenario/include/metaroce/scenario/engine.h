@@ -52,9 +52,10 @@ struct FabricChange {
 struct JobSpec {
   const Job* job = nullptr;
   size_t index = 0;               // in Scenario::jobs
-  uint32_t src = 0, dst = 0;      // host indices (Scenario::host_order)
+  uint32_t src = 0, dst = 0;      // host indices (Scenario::host_order); a collective: its first flow's
+  std::vector<Flow> flows;        // job_flows: a pair's one, a collective's every (sender, receiver)
   uint32_t message_bytes = 0;
-  uint32_t connections = 0;
+  uint32_t connections = 0;       // per flow
   uint32_t paths = 0;             // MetaRoCE paths per connection (RoCEv2: 1)
   uint64_t seed = 0;
   bool rocev2() const { return job->transport == "rocev2"; }

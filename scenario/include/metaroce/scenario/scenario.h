@@ -23,6 +23,36 @@ std::string daemon_address_error(const std::string& address);
 // "16K" (message_bytes), else the number ("4").
 std::string format_sweep_value(const std::string& parameter, double v);
 
+// A job's limits beyond one connection's (transport/connection_params.h):
+// messages per connection (a finite flow), and connections over all of a
+// collective's flows, which the simulator holds at once. 16 jobs of the
+// largest stay under the simulator's responder ids (a 24-bit RoCEv2 QPN
+// space from 0x100000, sim_backend.cc).
+inline constexpr uint64_t kMaxJobMessages = 1ull << 30;
+inline constexpr uint64_t kMaxJobConnectionsTotal = 32768;
+// Message buffers the simulator may allocate for the jobs of one run (every
+// byte written is real and checked): 8 GiB, a third of the 24 GiB machines it
+// runs on, leaves room for the transport state and the fabric.
+inline constexpr double kMaxSimBufferBytes = 8.0 * (1ull << 30);
+
+// The host indices (Scenario::host_order) a collective job spreads over: its
+// `among` in order, or every host (incast: but its receiver); a pair's
+// sender and receiver.
+std::vector<uint32_t> job_hosts(const Scenario& s, const Job& j);
+// How many (sender, receiver) flows job_flows gives, without building them.
+uint64_t job_flow_count(const Scenario& s, const Job& j);
+struct Flow {
+  uint32_t src = 0, dst = 0;  // host indices
+};
+// A job's flows, each `connections` connections from src to dst, in a fixed
+// order: a pair's one; all_to_all sender by sender, receivers in set order;
+// permutation: host k writes to the k-th of a random cycle over the set
+// (Sattolo's shuffle from the scenario's seed, so every job over the same set
+// gets the same pairs and the transports are compared on the same traffic);
+// incast: the senders in set order; ring_allreduce: the ring's hops, host k
+// to host k + 1 of the set.
+std::vector<Flow> job_flows(const Scenario& s, const Job& j);
+
 // Checks the scenario against a simulator or live run (e.g. "sweep.parameter:
 // planes can only be swept in the simulator"); "" when it can run.
 std::string check_runnable(const Scenario& s, bool live);

@@ -17,6 +17,7 @@
 // destination; by default slots = depth, what can be outstanding.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,25 @@ struct WriteWorkloadConfig {
   uint32_t slots = 0;        // destination slots per connection and stream (>= depth; 0: depth)
   uint64_t seed = 1;
   bool record_latency = false;  // keep every message's post-to-completion time (latencies())
+  // Messages each connection sends, then it is done (its streams take turns:
+  // stream s sends messages / streams, the first messages % streams one
+  // more); 0: it keeps sending until stop().
+  uint64_t messages = 0;
+
+  // The most messages one (connection, stream) lane sends; 0: unlimited.
+  uint64_t lane_messages_max() const { return messages == 0 ? 0 : (messages + streams - 1) / streams; }
+  // Destination slots per lane: what can be outstanding on it (depth, or
+  // `slots`), and never more than the messages it will send.
+  uint32_t slots_per_lane() const {
+    const uint64_t want = slots ? slots : depth, most = lane_messages_max();
+    return static_cast<uint32_t>(most ? std::max<uint64_t>(1, std::min(want, most)) : want);
+  }
+  // Payload bytes a workload of `connections` connections allocates: the
+  // source pattern (a message + 16 B per slot) and every destination slot.
+  uint64_t buffer_bytes(uint64_t connections) const {
+    const uint64_t total_slots = connections * streams * slots_per_lane();
+    return message_bytes + 16 * total_slots + total_slots * message_bytes;
+  }
 };
 
 struct Sample {
@@ -52,6 +72,9 @@ class WriteWorkload {
   // endpoint shared by several workloads itself (dispatching by wc.conn).
   void on_completion(const transport::Completion& wc);
 
+  // Every connection sent its cfg.messages and each completed (never with
+  // cfg.messages 0).
+  bool done() const { return cfg_.messages != 0 && messages_ + errors_ >= planned_; }
   uint64_t bytes_completed() const { return bytes_; }
   uint64_t messages_completed() const { return messages_; }
   uint64_t verify_failures() const { return verify_failures_; }
@@ -65,7 +88,7 @@ class WriteWorkload {
   // completion, so a completion queue this deep (per workload sharing it)
   // cannot overflow.
   static uint64_t max_outstanding(size_t connections, const WriteWorkloadConfig& cfg) {
-    return static_cast<uint64_t>(connections) * cfg.streams * cfg.depth;
+    return static_cast<uint64_t>(connections) * cfg.streams * std::min<uint64_t>(cfg.depth, cfg.slots_per_lane());
   }
   uint64_t error_completions() const { return errors_; }
   // Payload bytes completed on each connection, in src_conns order (all its streams).
@@ -92,6 +115,7 @@ class WriteWorkload {
     uint32_t next_slot = 0;
     uint32_t conn_index;  // position of conn in src_conns
     uint64_t bytes = 0;   // completed and verified on this lane
+    uint64_t unposted = UINT64_MAX;  // messages it has yet to post (cfg.messages)
   };
   void post_one(Lane& lane);
   // The source bytes of the message in (lane, slot idx) at that slot's use'th use.
@@ -110,6 +134,7 @@ class WriteWorkload {
   std::vector<Lane> lanes_;
   size_t connections_ = 0;
   uint64_t bytes_ = 0, messages_ = 0, verify_failures_ = 0, errors_ = 0;
+  uint64_t planned_ = 0;  // messages over all lanes (cfg.messages x connections)
   std::vector<Sample> samples_;
   std::vector<Nanos> latencies_;
   bool stopped_ = false;
