@@ -740,8 +740,9 @@ TEST(ScenarioShipped, EveryFileParsesAndIsRunnable) {
     EXPECT_FALSE(s->yaml.empty());
     EXPECT_EQ(check_runnable(*s, false), "") << "simulator";
     EXPECT_FALSE(plan_runs(*s).empty());
-    if (s->clos) {  // a clos runs in the simulator only, and says so
-      EXPECT_EQ(check_runnable(*s, true).rfind("topology.kind: not run live: needs ", 0), 0u);
+    if (const std::string why = sim_only_reason(*s); !why.empty()) {  // a clos or a collective, and it says so
+      EXPECT_NE(why.find(": not run live: "), std::string::npos) << why;
+      EXPECT_EQ(check_runnable(*s, true), why);
     } else if (!s->hosts.empty()) {
       const std::string live = check_runnable(*s, true);
       EXPECT_TRUE(live.empty() || live.rfind("sweep.parameter", 0) == 0) << live;
