@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,10 +23,24 @@ namespace fs = std::filesystem;
 
 namespace metaroce::scenario::testing {
 
+// A completion-time distribution (LatencySummary::cdf_us) through a
+// summary's figures: min at 0 %, the median at 50 %, p99 at 99 %, max at
+// 100 %, straight between them (the simulator's runs have one).
+std::vector<double> cdf_through(const LatencySummary& l) {
+  std::vector<double> cdf;
+  for (size_t i = 0; i < kLatencyCdfPoints; ++i) {
+    const double q = static_cast<double>(i);
+    cdf.push_back(i <= 50  ? l.min_us + (l.median_us - l.min_us) * q / 50
+                  : i <= 99 ? l.median_us + (l.p99_us - l.median_us) * (q - 50) / 49
+                            : l.max_us);
+  }
+  return cdf;
+}
+
 // A loss sweep (0, 1%, 5%) of MetaRoCE against RoCEv2 on 4 planes x 25 Gb/s,
 // 8 intervals of 250 ms per run, plane 1 down from 0.5 s to 1.5 s, latency
-// (RoCEv2 at 5% loss has no samples) and one failed assertion. Shared with
-// report_html_test.cc.
+// with its distribution (RoCEv2 at 5% loss has no samples) and one failed
+// assertion. Shared with report_html_test.cc.
 Report make_sweep_report(const std::string& rocev2_name) {
   Report r;
   r.scenario_name = "loss-sweep";
@@ -89,6 +104,7 @@ Report make_sweep_report(const std::string& rocev2_name) {
         run.latency.p99_us = meta ? 48.5 + 400 * loss : 250 + 4000 * loss;
         run.latency.p999_us = meta ? 120.25 + 900 * loss : 1800 + 9000 * loss;
         run.latency.max_us = run.latency.p999_us * 3;
+        run.latency.cdf_us = cdf_through(run.latency);
       }
       run.events = {{0.5, "plane 1 down"}, {1.5, "plane 1 up"}};
       r.runs.push_back(run);
@@ -322,6 +338,59 @@ TEST(ReportJson, CapturesRoundTripAndAreLinked) {
   auto old = nlohmann::json::parse(ms::report_json(make_fault_report()));
   old.erase("captures");
   EXPECT_TRUE(ms::parse_report_json(old.dump(), "old.json", &err)) << err;
+}
+
+// The completion-time distribution: in each run's "latency" object when the
+// run has one (simulator), read back value for value; absent for a run
+// without one (live, or no samples), and a report.json without it reads.
+TEST(ReportJson, LatencyCdfRoundTrips) {
+  const ms::Report r = make_sweep_report("rocev2");
+  ASSERT_EQ(r.runs[0].latency.cdf_us.size(), ms::kLatencyCdfPoints);
+  const std::string text = ms::report_json(r);
+  const auto j = nlohmann::json::parse(text);
+  const auto& cdf = j.at("runs").at(0).at("latency").at("cdf_us");
+  ASSERT_EQ(cdf.size(), ms::kLatencyCdfPoints);
+  EXPECT_EQ(cdf.at(0).get<double>(), r.runs[0].latency.min_us);
+  EXPECT_EQ(cdf.at(50).get<double>(), r.runs[0].latency.median_us);
+  EXPECT_EQ(cdf.at(99).get<double>(), r.runs[0].latency.p99_us);
+  EXPECT_EQ(cdf.at(100).get<double>(), r.runs[0].latency.max_us);
+  EXPECT_FALSE(j.at("runs").at(5).at("latency").contains("cdf_us")) << "no samples, no distribution";
+  EXPECT_EQ(ms::report_json(make_fault_report()).find("cdf_us"), std::string::npos) << "live runs have none";
+  std::string err;
+  const auto back = ms::parse_report_json(text, "report.json", &err);
+  ASSERT_TRUE(back) << err;
+  ASSERT_EQ(back->runs.size(), r.runs.size());
+  for (size_t i = 0; i < r.runs.size(); ++i) EXPECT_EQ(back->runs[i].latency.cdf_us, r.runs[i].latency.cdf_us) << i;
+  EXPECT_EQ(ms::report_json(*back), text);
+  // A report written before cdf_us existed reads, without a distribution.
+  auto old = j;
+  for (auto& run : old.at("runs")) run.at("latency").erase("cdf_us");
+  const auto old_back = ms::parse_report_json(old.dump(), "old.json", &err);
+  ASSERT_TRUE(old_back) << err;
+  EXPECT_TRUE(old_back->runs[0].latency.cdf_us.empty());
+}
+
+// A malformed cdf_us is refused, the message naming the value's JSON pointer.
+TEST(ReportJson, MalformedLatencyCdfNamesItsPath) {
+  const auto good = nlohmann::json::parse(ms::report_json(make_sweep_report("rocev2")));
+  auto refused = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    auto j = good;
+    spoil(j.at("runs").at(2).at("latency").at("cdf_us"));
+    std::string err;
+    EXPECT_FALSE(ms::parse_report_json(j.dump(), "r.json", &err)) << j.at("runs").at(2).at("latency").dump();
+    return err;
+  };
+  EXPECT_EQ(refused([](auto& c) { c.erase(c.size() - 1); }),
+            "r.json: /runs/2/latency/cdf_us: must have 101 values (0 to 100 %), has 100");
+  EXPECT_EQ(refused([](auto& c) { c.push_back(1e6); }),
+            "r.json: /runs/2/latency/cdf_us: must have 101 values (0 to 100 %), has 102");
+  EXPECT_EQ(refused([](auto& c) { c = nlohmann::json::object(); }), "r.json: /runs/2/latency/cdf_us: must be an array");
+  EXPECT_EQ(refused([](auto& c) { c[0] = -1.5; }), "r.json: /runs/2/latency/cdf_us/0: must be a number >= 0");
+  EXPECT_EQ(refused([](auto& c) { c[7] = nullptr; }), "r.json: /runs/2/latency/cdf_us/7: must be a number >= 0");
+  EXPECT_EQ(refused([](auto& c) { c[7] = "8 us"; }), "r.json: /runs/2/latency/cdf_us/7: must be a number or null");
+  ASSERT_EQ(good.at("runs").at(2).at("latency").at("cdf_us").at(0), 6.5);  // min_us
+  EXPECT_EQ(refused([](auto& c) { c[1] = 6.25; }),
+            "r.json: /runs/2/latency/cdf_us/1: must not be less than the value before it (6.25 < 6.5)");
 }
 
 TEST(ReportJson, FaultWindowDerived) {
