@@ -107,6 +107,43 @@ std::string job_label(const Derived& d, const std::string& job) {
   return job + " (" + transport_name(d.job_transport.at(job)) + ")";
 }
 
+// The runs a plot draws together: all of them, or in a sweep one panel per
+// sweep value (small multiples), at most 9: the first and last value always,
+// evenly spaced between.
+struct Panel {
+  std::string title;  // "" for all runs; "loss = 1%"
+  std::vector<size_t> runs;
+};
+std::vector<Panel> run_panels(const Report& r, const Derived& d) {
+  std::vector<Panel> panels;
+  if (!d.sweep) {
+    Panel all;
+    for (size_t i = 0; i < r.runs.size(); ++i) all.runs.push_back(i);
+    panels.push_back(std::move(all));
+    return panels;
+  }
+  std::vector<double> vals = d.sweep_values;
+  constexpr size_t kMaxPanels = 9;
+  if (vals.size() > kMaxPanels) {
+    std::vector<double> pick;
+    for (size_t k = 0; k < kMaxPanels; ++k) pick.push_back(vals[k * (vals.size() - 1) / (kMaxPanels - 1)]);
+    vals = pick;
+  }
+  for (double v : vals) {
+    Panel panel{sweep_axis_title(d.parameter) + " = " + sweep_label(d.parameter, v), {}};
+    for (size_t i = 0; i < r.runs.size(); ++i)
+      if (r.runs[i].sweep_value == v) panel.runs.push_back(i);
+    panels.push_back(std::move(panel));
+  }
+  return panels;
+}
+
+// A series' name: the job and its transport; outside a sweep the run's label.
+std::string series_label(const Report& r, const Derived& d, size_t i) {
+  const RunResult& run = r.runs[i];
+  return d.sweep ? job_label(d, run.job) : run_label(run) + " (" + transport_name(run.transport) + ")";
+}
+
 }  // namespace
 
 // Colour per job by transport: MetaRoCE blues, RoCEv2 oranges, others green/purple.
@@ -133,28 +170,7 @@ std::map<std::string, Style> job_styles(const Derived& d) {
 
 Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string, Style>& styles) {
   Plot plot;
-  // Panels: one for all runs, or one per sweep value (small multiples).
-  std::vector<std::pair<std::string, std::vector<size_t>>> panels;
-  if (d.sweep) {
-    // At most 9 panels: first and last value always, evenly spaced between.
-    std::vector<double> vals = d.sweep_values;
-    constexpr size_t kMaxPanels = 9;
-    if (vals.size() > kMaxPanels) {
-      std::vector<double> pick;
-      for (size_t k = 0; k < kMaxPanels; ++k) pick.push_back(vals[k * (vals.size() - 1) / (kMaxPanels - 1)]);
-      vals = pick;
-    }
-    for (double v : vals) {
-      std::vector<size_t> idx;
-      for (size_t i = 0; i < r.runs.size(); ++i)
-        if (r.runs[i].sweep_value == v) idx.push_back(i);
-      panels.push_back({sweep_axis_title(d.parameter) + " = " + sweep_label(d.parameter, v), idx});
-    }
-  } else {
-    std::vector<size_t> idx;
-    for (size_t i = 0; i < r.runs.size(); ++i) idx.push_back(i);
-    panels.push_back({"", idx});
-  }
+  const std::vector<Panel> panels = run_panels(r, d);
   std::vector<size_t> every(r.runs.size());
   for (size_t i = 0; i < every.size(); ++i) every[i] = i;
   const Events all = merged_events(r, every);
@@ -168,20 +184,19 @@ Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string,
   std::string body = "<div class=\"" + std::string(d.sweep ? "panels" : "single") + "\">";
   for (size_t p = 0; p < panels.size(); ++p) {
     const std::string canvas = "plot-goodput-" + std::to_string(p);
-    ojson c{{"canvas", canvas}, {"kind", "line"}, {"title", panels[p].first}, {"unit", "Gb/s"}, {"time", true}};
+    ojson c{{"canvas", canvas}, {"kind", "line"}, {"title", panels[p].title}, {"unit", "Gb/s"}, {"time", true}};
     c["x"] = axis("time (s)", "linear");
     c["x"]["min"] = 0;
     c["x"]["max"] = max_time(r);
     c["y"] = axis("goodput (Gb/s)", "linear");
     c["y"]["min"] = 0;
     c["y"]["suggestedMax"] = gmax > 0 ? gmax * 1.1 / 1e9 : 1;
-    c["events"] = events_json(merged_events(r, panels[p].second), all);
+    c["events"] = events_json(merged_events(r, panels[p].runs), all);
     c["datasets"] = ojson::array();
     size_t points = 0;
-    for (size_t i : panels[p].second) {
+    for (size_t i : panels[p].runs) {
       const auto& run = r.runs[i];
-      ojson ds = dataset(d.sweep ? job_label(d, run.job) : run_label(run) + " (" + transport_name(run.transport) + ")",
-                         styles.at(run.job), ojson{{"div", 1e9}});
+      ojson ds = dataset(series_label(r, d, i), styles.at(run.job), ojson{{"div", 1e9}});
       for (size_t k = 0; k < run.intervals.size(); ++k) {
         const auto& iv = run.intervals[k];
         const bool ok = std::isfinite(iv.goodput_bps);
@@ -191,9 +206,9 @@ Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string,
       points += ds["points"].size();
       c["datasets"].push_back(std::move(ds));
     }
-    const std::string aria = label + (panels[p].first.empty() ? "" : ": " + panels[p].first);
+    const std::string aria = label + (panels[p].title.empty() ? "" : ": " + panels[p].title);
     if (points == 0) {
-      body += "<div class=\"empty\">" + (panels[p].first.empty() ? "" : esc(panels[p].first) + ": ") +
+      body += "<div class=\"empty\">" + (panels[p].title.empty() ? "" : esc(panels[p].title) + ": ") +
               "no interval data</div>";
       continue;
     }
