@@ -1,6 +1,7 @@
-// The five plots of report.html as Chart.js specs (drawn in the browser by
+// The six plots of report.html as Chart.js specs (drawn in the browser by
 // report_charts.js): goodput over time, retained goodput vs the sweep value,
-// goodput per run, load per plane and latency percentiles; and the job colours.
+// goodput per run, load per plane, latency percentiles and the message
+// completion time's distribution (CDF); and the job colours.
 //
 // Every plotted value carries the JSON pointer of its number in report.json
 // ("p") and its dataset says how the plotted figure follows from that number
@@ -136,6 +137,21 @@ std::vector<Panel> run_panels(const Report& r, const Derived& d) {
     panels.push_back(std::move(panel));
   }
   return panels;
+}
+
+// A log axis from lo to hi (both > 0), rounded out to 1, 2 or 5 x a power of
+// ten; in whole decades when that would label fewer than two (report_charts.js
+// labels a log axis at its powers of ten only).
+std::pair<double, double> log_axis_range(double lo, double hi) {
+  const auto decade = [](double v) { return std::pow(10.0, std::floor(std::log10(v))); };
+  double from = decade(lo), to = decade(hi) * 10;
+  for (double m : {2.0, 5.0})
+    if (decade(lo) * m <= lo) from = decade(lo) * m;
+  for (double m : {5.0, 2.0, 1.0})
+    if (decade(hi) * m >= hi) to = decade(hi) * m;
+  const double labelled = std::floor(std::log10(to) + 1e-9) - std::ceil(std::log10(from) - 1e-9) + 1;
+  if (labelled >= 2) return {from, to};
+  return {decade(lo), std::max(std::pow(10.0, std::ceil(std::log10(hi))), decade(lo) * 10)};
 }
 
 // A series' name: the job and its transport; outside a sweep the run's label.
@@ -415,6 +431,73 @@ Plot plot_latency(const Report& r, const Derived& d, const std::map<std::string,
   }
   plot.html = figure("plot-latency", label, canvas_html("plot-latency-0", label));
   plot.charts.push_back(std::move(c));
+  return plot;
+}
+
+Plot plot_latency_cdf(const Report& r, const Derived& d, const std::map<std::string, Style>& styles) {
+  Plot plot;
+  const std::string label = "Message completion time (CDF) per run" +
+                            std::string(d.sweep ? ", one panel per sweep value" : "") +
+                            ": the fraction of messages completed within each time, microseconds on a log scale";
+  // One x range for every panel, so panels compare at a glance.
+  double lo = 0, hi = 0;
+  for (const auto& run : r.runs)
+    for (double v : run.latency.cdf_us)
+      if (std::isfinite(v) && v > 0) {
+        lo = lo == 0 ? v : std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+  if (hi == 0) {
+    bool samples = false;
+    for (const auto& run : r.runs) samples |= run.latency.samples > 0;
+    const std::string why = r.mode == "live" ? "live daemons report percentiles only (the plot above, the table below)"
+                            : r.runs.empty() ? "no runs"
+                            : !samples       ? "no run completed a message"
+                                             : "no run in this report has one";
+    plot.html = figure("plot-latency-cdf", "Message completion time (CDF): no distribution",
+                       "<div class=\"empty\">no completion-time distribution: " + why + "</div>");
+    return plot;
+  }
+  const auto [x_min, x_max] = log_axis_range(lo, hi);
+  const std::vector<Panel> panels = run_panels(r, d);
+  std::string body = "<div class=\"" + std::string(d.sweep ? "panels" : "single") + "\">";
+  for (size_t p = 0; p < panels.size(); ++p) {
+    const std::string canvas = "plot-latency-cdf-" + std::to_string(p);
+    // kind "cdf": a line whose report.json number is its x (the time), its y
+    // the share of messages that index stands for (report_charts.js).
+    ojson c{{"canvas", canvas}, {"kind", "cdf"}, {"title", panels[p].title}, {"unit", "us"}};
+    c["x"] = axis("message completion time (us, log scale)", "logarithmic");
+    c["x"]["min"] = x_min;
+    c["x"]["max"] = x_max;
+    c["y"] = axis("fraction of messages completed", "linear");
+    c["y"]["min"] = 0;
+    c["y"]["max"] = 1;
+    c["datasets"] = ojson::array();
+    for (size_t i : panels[p].runs) {
+      const std::vector<double>& cdf = r.runs[i].latency.cdf_us;
+      if (cdf.empty()) continue;
+      ojson ds = dataset(series_label(r, d, i), styles.at(r.runs[i].job), ojson::object());
+      for (size_t k = 0; k < cdf.size(); ++k) {
+        // A log scale has no place for 0: such a point is a gap, kept so that
+        // index k is the same share in every series (the tooltip compares them).
+        const bool ok = std::isfinite(cdf[k]) && cdf[k] > 0;
+        ojson pt{{"x", ok ? ojson(cdf[k]) : ojson(nullptr)},
+                 {"y", ok ? ojson(static_cast<double>(k) / static_cast<double>(kLatencyCdfPoints - 1)) : ojson(nullptr)}};
+        if (ok) pt["p"] = run_ptr(i, "latency/cdf_us/" + std::to_string(k));
+        ds["points"].push_back(std::move(pt));
+      }
+      c["datasets"].push_back(std::move(ds));
+    }
+    if (c["datasets"].empty()) {
+      body += "<div class=\"empty\">" + (panels[p].title.empty() ? "" : esc(panels[p].title) + ": ") +
+              "no completion-time distribution</div>";
+      continue;
+    }
+    body += canvas_html(canvas, label + (panels[p].title.empty() ? "" : ": " + panels[p].title),
+                        d.sweep ? "chart small" : "chart");
+    plot.charts.push_back(std::move(c));
+  }
+  plot.html = figure("plot-latency-cdf", label, body + "</div>");
   return plot;
 }
 
