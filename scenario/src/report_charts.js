@@ -119,7 +119,7 @@
     var o = { type: a.type, title: { display: !!a.title, text: a.title, font: { size: 12 } } };
     ["min", "max", "suggestedMax"].forEach(function (k) { if (a[k] !== undefined) o[k] = a[k]; });
     if (a.type === "logarithmic")
-      o.ticks = { callback: function (v) { var l = Math.log10(v); return Math.abs(l - Math.round(l)) < 1e-9 ? String(v) : ""; } };
+      o.ticks = { maxRotation: 0, callback: function (v) { var l = Math.log10(v); return Math.abs(l - Math.round(l)) < 1e-9 ? String(v) : ""; } };
     if (spec.time && a.type === "linear" && a.title === "time (s)") o.ticks = { maxTicksLimit: 11 };
     return o;
   }
@@ -128,6 +128,10 @@
     var canvas = document.getElementById(spec.canvas);
     if (!canvas) return;
     var hbar = spec.kind === "hbar";
+    // A cdf is a line whose values (the report's numbers) are on x, its y the
+    // share of samples within them; each point's index is the same share in
+    // every series.
+    var cdf = spec.kind === "cdf", line = spec.kind === "line" || cdf;
     var datasets = spec.datasets.map(function (ds) {
       var alpha = ds.alpha === undefined ? 1 : ds.alpha;
       var data = ds.points.map(function (p) {
@@ -140,10 +144,10 @@
         out.borderColor = ds.bar_colours;
         out.borderWidth = alpha < 1 ? 1 : 0;
       }
-      if (spec.kind === "line") {
+      if (line) {
         out.borderWidth = 2.2;
-        out.pointRadius = spec.time ? 0 : 4.5;
-        out.pointHoverRadius = spec.time ? 3 : 6;
+        out.pointRadius = spec.time || cdf ? 0 : 4.5;
+        out.pointHoverRadius = spec.time || cdf ? 3 : 6;
         out.pointHitRadius = 4;
         out.spanGaps = false;
         if (ds.dash) out.borderDash = ds.dash;
@@ -151,7 +155,7 @@
       return out;
     });
     var config = {
-      type: spec.kind === "line" ? "line" : "bar",
+      type: line ? "line" : "bar",
       data: { labels: spec.labels, datasets: datasets },
       plugins: spec.time ? [markers, dragZoom] : [markers],
       options: {
@@ -161,7 +165,9 @@
         indexAxis: hbar ? "y" : "x",
         parsing: hbar ? { xAxisKey: "x", yAxisKey: "y" } : undefined,
         events: ["mousemove", "mouseout", "click", "mousedown", "mouseup", "touchstart", "touchmove"],
-        interaction: spec.time ? { mode: "nearest", axis: "x", intersect: false } : { mode: "index", intersect: false },
+        // A cdf's hover picks the share at the pointer's height: every run's value there.
+        interaction: spec.time ? { mode: "nearest", axis: "x", intersect: false }
+                   : { mode: "index", axis: cdf ? "y" : "x", intersect: false },
         layout: { padding: { top: 6 } },
         scales: { x: axisOptions(spec.x, spec), y: axisOptions(spec.y, spec) },
         plugins: {
@@ -174,10 +180,14 @@
                 if (!items.length) return "";
                 var raw = items[0].raw;
                 if (spec.time) return "t = " + secs(raw.x) + (raw.t1 !== undefined && raw.t1 !== null ? " to " + secs(raw.t1) : "");
+                if (cdf) {
+                  var pct = +(raw.y * 100).toFixed(3);
+                  return "p" + pct + (pct === 0 ? " (min)" : pct === 100 ? " (max)" : "");
+                }
                 return items[0].label;
               },
               label: function (item) {
-                var v = hbar ? item.parsed.x : item.parsed.y;
+                var v = hbar || cdf ? item.parsed.x : item.parsed.y;
                 var s = item.dataset.label + ": " + fmt(v) + " " + spec.unit;
                 if (item.raw.retained !== undefined) s += " (retained " + fmt(item.raw.retained * 100) + "%)";
                 return s;
@@ -188,7 +198,7 @@
       }
     };
     // Bars coloured per run: the legend shows the series (grey, by opacity).
-    if (spec.kind !== "line")
+    if (!line)
       config.options.plugins.legend.labels.generateLabels = function (chart) {
         return chart.data.datasets.map(function (ds, i) {
           var alpha = spec.datasets[i].alpha === undefined ? 1 : spec.datasets[i].alpha;

@@ -23,7 +23,9 @@
 //       "planes": [ { "plane", "rtos", "retransmits", "state_changes": uint } ],  // per plane, all paths
 //       "verified": bool, "verification": str, "verify_failures": uint,
 //       "latency": { "samples": uint, "min_us", "median_us", "avg_us",
-//                    "p99_us", "p999_us", "max_us": num },
+//                    "p99_us", "p999_us", "max_us": num,
+//                    "cdf_us": [num] },   // simulator only: 101 values, cdf_us[i] = the completion
+//                                         // time i % of messages did not exceed (i = 0..100), non-decreasing
 //       "intervals": [ { "t0_s", "t1_s", "goodput_bps", "messages": num, "retransmits": uint,
 //                        "loss_seen": num, "plane_bytes": [num], "plane_utilisation": [num],
 //                        "queue_bytes": num, "ecn_marks": uint,
@@ -187,6 +189,11 @@ ojson to_json(const Report& r, const Derived& d) {
                          {"p99_us", num_or_null(l.p99_us)},
                          {"p999_us", num_or_null(l.p999_us)},
                          {"max_us", num_or_null(l.max_us)}};
+    if (!l.cdf_us.empty()) {  // live runs have none: their latency object is as it was
+      ojson cdf = ojson::array();
+      for (double v : l.cdf_us) cdf.push_back(num_or_null(v));
+      o["latency"]["cdf_us"] = std::move(cdf);
+    }
     ojson ivs = ojson::array();
     for (const auto& iv : run.intervals) {
       ojson x;
@@ -386,6 +393,25 @@ std::vector<TierLoad> read_tiers(const json& o, const std::string& at) {
   return out;
 }
 
+// LatencySummary::cdf_us: absent (live runs, and reports written before it
+// existed) or kLatencyCdfPoints non-negative numbers that never decrease.
+std::vector<double> read_cdf(const json& latency, const std::string& at) {
+  if (!latency.contains("cdf_us")) return {};
+  const std::string cat = at + "/cdf_us";
+  const std::vector<double> cdf = get_nums(latency, "cdf_us", at);
+  if (cdf.size() != kLatencyCdfPoints)
+    throw ReadError(cat + ": must have " + std::to_string(kLatencyCdfPoints) + " values (0 to 100 %), has " +
+                    std::to_string(cdf.size()));
+  for (size_t i = 0; i < cdf.size(); ++i) {
+    const std::string vat = cat + "/" + std::to_string(i);
+    if (!std::isfinite(cdf[i]) || cdf[i] < 0) throw ReadError(vat + ": must be a number >= 0");
+    if (i > 0 && cdf[i] < cdf[i - 1])
+      throw ReadError(vat + ": must not be less than the value before it (" + trim_num(cdf[i], 6) + " < " +
+                      trim_num(cdf[i - 1], 6) + ")");
+  }
+  return cdf;
+}
+
 RunResult read_run(const json& o, const std::string& at) {
   RunResult run;
   run.job = get_str(o, "job", at);
@@ -422,6 +448,7 @@ RunResult read_run(const json& o, const std::string& at) {
   run.latency.p99_us = get_num(l, "p99_us", lat);
   run.latency.p999_us = get_num(l, "p999_us", lat);
   run.latency.max_us = get_num(l, "max_us", lat);
+  run.latency.cdf_us = read_cdf(l, lat);
   const json& ivs = get_array(o, "intervals", at);
   for (size_t i = 0; i < ivs.size(); ++i) {
     const std::string iat = at + "/intervals/" + std::to_string(i);

@@ -8,7 +8,7 @@
 //                      the page's data-key spans
 //   report_derive.cc   metrics derived from the runs (Derived)
 //   report_data.cc     report.json, timeseries.csv, write_report()
-//   report_plots.cc    the five plots (Chart.js specs) and the colour of each job
+//   report_plots.cc    the six plots (Chart.js specs) and the colour of each job
 //   report_charts.js   the page's script: draws the specs with Chart.js, adds
 //                      fault-event markers and the time-axis zoom
 //   report_page.cc     CSS and report.html, with Chart.js and report_charts.js
@@ -96,9 +96,11 @@ std::map<std::string, Style> job_styles(const Derived& d);
 
 // One plot on the page: a <figure id="plot-..."> holding a <canvas> per chart
 // (or a note when there is nothing to plot), and the specs report_charts.js
-// draws those canvases from. A spec names its canvas, axes (title, type,
-// range), datasets of points {x, y, p: JSON pointer into report.json} with
-// "from_json" saying how y follows from that number, and fault events.
+// draws those canvases from. A spec names its canvas, its kind (line, bar,
+// hbar, or cdf: a line whose report.json numbers are its x values, its y the
+// share of samples), axes (title, type, range), datasets of points {x, y, p:
+// JSON pointer into report.json} with "from_json" saying how the value (y;
+// x in a cdf) follows from that number, and fault events.
 struct Plot {
   std::string html;
   ojson charts = ojson::array();
@@ -111,5 +113,8 @@ Plot plot_planes(const Report& r, const Derived& d, const std::map<std::string, 
 // *shown: the indices of the runs plotted (those with latency samples).
 Plot plot_latency(const Report& r, const Derived& d, const std::map<std::string, Style>& styles,
                   std::vector<size_t>* shown);
+// One line per run with a completion-time distribution (LatencySummary::
+// cdf_us), a panel per sweep value; a note saying why when none has one.
+Plot plot_latency_cdf(const Report& r, const Derived& d, const std::map<std::string, Style>& styles);
 
 }  // namespace metaroce::scenario::report_internal

@@ -318,6 +318,10 @@ std::string report_html(const Report& r) {
     h << ".";
   }
   h << "</p>\n" << lat;
+  h << "<h3>Message completion time (CDF)</h3><p class=\"note\">The fraction of each run's messages that "
+       "completed within a given time (microseconds, log scale): further left is faster, the top of a curve is its "
+       "tail; hover to compare the runs at one percentile.</p>\n"
+    << place(plot_latency_cdf(r, d, styles));
   if (!shown.empty()) {
     h << "<table><thead><tr><th>run</th><th class=\"n\">samples</th><th class=\"n\">min</th><th class=\"n\">median</th>"
          "<th class=\"n\">avg</th><th class=\"n\">p99</th><th class=\"n\">p99.9</th><th class=\"n\">max</th></tr></thead><tbody>\n";

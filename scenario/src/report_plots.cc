@@ -1,6 +1,7 @@
-// The five plots of report.html as Chart.js specs (drawn in the browser by
+// The six plots of report.html as Chart.js specs (drawn in the browser by
 // report_charts.js): goodput over time, retained goodput vs the sweep value,
-// goodput per run, load per plane and latency percentiles; and the job colours.
+// goodput per run, load per plane, latency percentiles and the message
+// completion time's distribution (CDF); and the job colours.
 //
 // Every plotted value carries the JSON pointer of its number in report.json
 // ("p") and its dataset says how the plotted figure follows from that number
@@ -107,6 +108,58 @@ std::string job_label(const Derived& d, const std::string& job) {
   return job + " (" + transport_name(d.job_transport.at(job)) + ")";
 }
 
+// The runs a plot draws together: all of them, or in a sweep one panel per
+// sweep value (small multiples), at most 9: the first and last value always,
+// evenly spaced between.
+struct Panel {
+  std::string title;  // "" for all runs; "loss = 1%"
+  std::vector<size_t> runs;
+};
+std::vector<Panel> run_panels(const Report& r, const Derived& d) {
+  std::vector<Panel> panels;
+  if (!d.sweep) {
+    Panel all;
+    for (size_t i = 0; i < r.runs.size(); ++i) all.runs.push_back(i);
+    panels.push_back(std::move(all));
+    return panels;
+  }
+  std::vector<double> vals = d.sweep_values;
+  constexpr size_t kMaxPanels = 9;
+  if (vals.size() > kMaxPanels) {
+    std::vector<double> pick;
+    for (size_t k = 0; k < kMaxPanels; ++k) pick.push_back(vals[k * (vals.size() - 1) / (kMaxPanels - 1)]);
+    vals = pick;
+  }
+  for (double v : vals) {
+    Panel panel{sweep_axis_title(d.parameter) + " = " + sweep_label(d.parameter, v), {}};
+    for (size_t i = 0; i < r.runs.size(); ++i)
+      if (r.runs[i].sweep_value == v) panel.runs.push_back(i);
+    panels.push_back(std::move(panel));
+  }
+  return panels;
+}
+
+// A log axis from lo to hi (both > 0), rounded out to 1, 2 or 5 x a power of
+// ten; in whole decades when that would label fewer than two (report_charts.js
+// labels a log axis at its powers of ten only).
+std::pair<double, double> log_axis_range(double lo, double hi) {
+  const auto decade = [](double v) { return std::pow(10.0, std::floor(std::log10(v))); };
+  double from = decade(lo), to = decade(hi) * 10;
+  for (double m : {2.0, 5.0})
+    if (decade(lo) * m <= lo) from = decade(lo) * m;
+  for (double m : {5.0, 2.0, 1.0})
+    if (decade(hi) * m >= hi) to = decade(hi) * m;
+  const double labelled = std::floor(std::log10(to) + 1e-9) - std::ceil(std::log10(from) - 1e-9) + 1;
+  if (labelled >= 2) return {from, to};
+  return {decade(lo), std::max(std::pow(10.0, std::ceil(std::log10(hi))), decade(lo) * 10)};
+}
+
+// A series' name: the job and its transport; outside a sweep the run's label.
+std::string series_label(const Report& r, const Derived& d, size_t i) {
+  const RunResult& run = r.runs[i];
+  return d.sweep ? job_label(d, run.job) : run_label(run) + " (" + transport_name(run.transport) + ")";
+}
+
 }  // namespace
 
 // Colour per job by transport: MetaRoCE blues, RoCEv2 oranges, others green/purple.
@@ -133,28 +186,7 @@ std::map<std::string, Style> job_styles(const Derived& d) {
 
 Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string, Style>& styles) {
   Plot plot;
-  // Panels: one for all runs, or one per sweep value (small multiples).
-  std::vector<std::pair<std::string, std::vector<size_t>>> panels;
-  if (d.sweep) {
-    // At most 9 panels: first and last value always, evenly spaced between.
-    std::vector<double> vals = d.sweep_values;
-    constexpr size_t kMaxPanels = 9;
-    if (vals.size() > kMaxPanels) {
-      std::vector<double> pick;
-      for (size_t k = 0; k < kMaxPanels; ++k) pick.push_back(vals[k * (vals.size() - 1) / (kMaxPanels - 1)]);
-      vals = pick;
-    }
-    for (double v : vals) {
-      std::vector<size_t> idx;
-      for (size_t i = 0; i < r.runs.size(); ++i)
-        if (r.runs[i].sweep_value == v) idx.push_back(i);
-      panels.push_back({sweep_axis_title(d.parameter) + " = " + sweep_label(d.parameter, v), idx});
-    }
-  } else {
-    std::vector<size_t> idx;
-    for (size_t i = 0; i < r.runs.size(); ++i) idx.push_back(i);
-    panels.push_back({"", idx});
-  }
+  const std::vector<Panel> panels = run_panels(r, d);
   std::vector<size_t> every(r.runs.size());
   for (size_t i = 0; i < every.size(); ++i) every[i] = i;
   const Events all = merged_events(r, every);
@@ -168,20 +200,19 @@ Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string,
   std::string body = "<div class=\"" + std::string(d.sweep ? "panels" : "single") + "\">";
   for (size_t p = 0; p < panels.size(); ++p) {
     const std::string canvas = "plot-goodput-" + std::to_string(p);
-    ojson c{{"canvas", canvas}, {"kind", "line"}, {"title", panels[p].first}, {"unit", "Gb/s"}, {"time", true}};
+    ojson c{{"canvas", canvas}, {"kind", "line"}, {"title", panels[p].title}, {"unit", "Gb/s"}, {"time", true}};
     c["x"] = axis("time (s)", "linear");
     c["x"]["min"] = 0;
     c["x"]["max"] = max_time(r);
     c["y"] = axis("goodput (Gb/s)", "linear");
     c["y"]["min"] = 0;
     c["y"]["suggestedMax"] = gmax > 0 ? gmax * 1.1 / 1e9 : 1;
-    c["events"] = events_json(merged_events(r, panels[p].second), all);
+    c["events"] = events_json(merged_events(r, panels[p].runs), all);
     c["datasets"] = ojson::array();
     size_t points = 0;
-    for (size_t i : panels[p].second) {
+    for (size_t i : panels[p].runs) {
       const auto& run = r.runs[i];
-      ojson ds = dataset(d.sweep ? job_label(d, run.job) : run_label(run) + " (" + transport_name(run.transport) + ")",
-                         styles.at(run.job), ojson{{"div", 1e9}});
+      ojson ds = dataset(series_label(r, d, i), styles.at(run.job), ojson{{"div", 1e9}});
       for (size_t k = 0; k < run.intervals.size(); ++k) {
         const auto& iv = run.intervals[k];
         const bool ok = std::isfinite(iv.goodput_bps);
@@ -191,9 +222,9 @@ Plot plot_goodput(const Report& r, const Derived& d, const std::map<std::string,
       points += ds["points"].size();
       c["datasets"].push_back(std::move(ds));
     }
-    const std::string aria = label + (panels[p].first.empty() ? "" : ": " + panels[p].first);
+    const std::string aria = label + (panels[p].title.empty() ? "" : ": " + panels[p].title);
     if (points == 0) {
-      body += "<div class=\"empty\">" + (panels[p].first.empty() ? "" : esc(panels[p].first) + ": ") +
+      body += "<div class=\"empty\">" + (panels[p].title.empty() ? "" : esc(panels[p].title) + ": ") +
               "no interval data</div>";
       continue;
     }
@@ -400,6 +431,73 @@ Plot plot_latency(const Report& r, const Derived& d, const std::map<std::string,
   }
   plot.html = figure("plot-latency", label, canvas_html("plot-latency-0", label));
   plot.charts.push_back(std::move(c));
+  return plot;
+}
+
+Plot plot_latency_cdf(const Report& r, const Derived& d, const std::map<std::string, Style>& styles) {
+  Plot plot;
+  const std::string label = "Message completion time (CDF) per run" +
+                            std::string(d.sweep ? ", one panel per sweep value" : "") +
+                            ": the fraction of messages completed within each time, microseconds on a log scale";
+  // One x range for every panel, so panels compare at a glance.
+  double lo = 0, hi = 0;
+  for (const auto& run : r.runs)
+    for (double v : run.latency.cdf_us)
+      if (std::isfinite(v) && v > 0) {
+        lo = lo == 0 ? v : std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+  if (hi == 0) {
+    bool samples = false;
+    for (const auto& run : r.runs) samples |= run.latency.samples > 0;
+    const std::string why = r.mode == "live" ? "live daemons report percentiles only (the plot above, the table below)"
+                            : r.runs.empty() ? "no runs"
+                            : !samples       ? "no run completed a message"
+                                             : "no run in this report has one";
+    plot.html = figure("plot-latency-cdf", "Message completion time (CDF): no distribution",
+                       "<div class=\"empty\">no completion-time distribution: " + why + "</div>");
+    return plot;
+  }
+  const auto [x_min, x_max] = log_axis_range(lo, hi);
+  const std::vector<Panel> panels = run_panels(r, d);
+  std::string body = "<div class=\"" + std::string(d.sweep ? "panels" : "single") + "\">";
+  for (size_t p = 0; p < panels.size(); ++p) {
+    const std::string canvas = "plot-latency-cdf-" + std::to_string(p);
+    // kind "cdf": a line whose report.json number is its x (the time), its y
+    // the share of messages that index stands for (report_charts.js).
+    ojson c{{"canvas", canvas}, {"kind", "cdf"}, {"title", panels[p].title}, {"unit", "us"}};
+    c["x"] = axis("message completion time (us, log scale)", "logarithmic");
+    c["x"]["min"] = x_min;
+    c["x"]["max"] = x_max;
+    c["y"] = axis("fraction of messages completed", "linear");
+    c["y"]["min"] = 0;
+    c["y"]["max"] = 1;
+    c["datasets"] = ojson::array();
+    for (size_t i : panels[p].runs) {
+      const std::vector<double>& cdf = r.runs[i].latency.cdf_us;
+      if (cdf.empty()) continue;
+      ojson ds = dataset(series_label(r, d, i), styles.at(r.runs[i].job), ojson::object());
+      for (size_t k = 0; k < cdf.size(); ++k) {
+        // A log scale has no place for 0: such a point is a gap, kept so that
+        // index k is the same share in every series (the tooltip compares them).
+        const bool ok = std::isfinite(cdf[k]) && cdf[k] > 0;
+        ojson pt{{"x", ok ? ojson(cdf[k]) : ojson(nullptr)},
+                 {"y", ok ? ojson(static_cast<double>(k) / static_cast<double>(kLatencyCdfPoints - 1)) : ojson(nullptr)}};
+        if (ok) pt["p"] = run_ptr(i, "latency/cdf_us/" + std::to_string(k));
+        ds["points"].push_back(std::move(pt));
+      }
+      c["datasets"].push_back(std::move(ds));
+    }
+    if (c["datasets"].empty()) {
+      body += "<div class=\"empty\">" + (panels[p].title.empty() ? "" : esc(panels[p].title) + ": ") +
+              "no completion-time distribution</div>";
+      continue;
+    }
+    body += canvas_html(canvas, label + (panels[p].title.empty() ? "" : ": " + panels[p].title),
+                        d.sweep ? "chart small" : "chart");
+    plot.charts.push_back(std::move(c));
+  }
+  plot.html = figure("plot-latency-cdf", label, body + "</div>");
   return plot;
 }
 

@@ -77,10 +77,14 @@ def at(pointer):
 for c in charts:
     values = [(p, ds["from_json"]) for ds in c["datasets"] for p in ds["points"] if "p" in p]
     assert values, "plot %s is empty" % c["canvas"]
+    value = "x" if c["kind"] == "cdf" else "y"  # a completion-time CDF's value is its x (time), y its share
     for p, f in values:
         want = at(p["p"])
         want = want / f["div"] if "div" in f else want * f["mul"] if "mul" in f else want
-        assert p["y"] == want, "%s: plotted %r, report.json %r" % (p["p"], p["y"], want)
+        assert p[value] == want, "%s: plotted %r, report.json %r" % (p["p"], p[value], want)
+# Simulated runs carry their completion-time distribution, and the page plots it.
+if mode == "sim" and any(run["latency"]["samples"] > 0 for run in r["runs"]):
+    assert any(c["kind"] == "cdf" for c in charts), "no completion-time CDF plotted"
 rows = open(out + "/timeseries.csv").read().splitlines()
 assert len(rows) > len(r["runs"]), "time series too short"
 print("report ok: %d runs, %d assertions, all passed: %s" % (len(r["runs"]), len(r["assertions"]),

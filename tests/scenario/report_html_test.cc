@@ -6,7 +6,8 @@
 // script appended reads each Chart.js chart back (its parsed values and where
 // it drew them); every plotted value must equal its report.json number in
 // the plot's unit, be drawn at that value's pixel, and every number the plots
-// should show must be there; the time zoom (a typed range, reset, a drag)
+// should show must be there (a completion-time CDF's value is its x, its y
+// the share the point stands for); the time zoom (a typed range, reset, a drag)
 // must apply to every time plot. The pages and screenshots stay in
 // report_html_out/ under the test's working directory, to look at.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -105,7 +107,8 @@ constexpr const char* kProbe = R"JS(<script>
     var ch = Chart.getChart(cv), c = { figure: cv.closest("figure").id, canvas: cv.id, drawn: !!ch };
     out.push(c);
     if (!ch) return;
-    var axis = ch.options.indexAxis === "y" ? "x" : "y";
+    var cdf = specs[cv.id].kind === "cdf", axis = cdf || ch.options.indexAxis === "y" ? "x" : "y";
+    c.type = ch.config.type;
     c.x_title = ch.options.scales.x.title.text;
     c.y_title = ch.options.scales.y.title.text;
     c.value_scale = ch.scales[axis].type;
@@ -117,6 +120,10 @@ constexpr const char* kProbe = R"JS(<script>
         if (raw.p === undefined) return;
         var v = meta.controller.getParsed(n)[axis], el = meta.data[n], at = ch.scales[axis].getPixelForValue(v);
         var pt = { p: raw.p, v: v, from_json: from, off_px: Math.abs(at - el[axis]) };
+        if (cdf) {
+          pt.share = meta.controller.getParsed(n).y;
+          pt.share_off_px = Math.abs(ch.scales.y.getPixelForValue(pt.share) - el.y);
+        }
         if (specs[cv.id].time && !raw.end) {
           // The interval's step: a straight line (no stepping, no curve) to
           // the next point, drawn at the interval's end and the same value.
@@ -203,6 +210,9 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
   for (const auto& id : plots)
     EXPECT_NE(dom.find("<figure class=\"plot\" id=\"" + id + "\""), std::string::npos) << id << " missing";
   EXPECT_NE(dom.find("<ol class=\"events\"><li>plane 1 down"), std::string::npos) << "the key to the fault events";
+  if (r.mode == "live") {  // no completion-time distribution: the CDF plot says why
+    EXPECT_NE(dom.find("no completion-time distribution: live daemons report percentiles only"), std::string::npos);
+  }
 
   // The plots, read back from Chart.js.
   const auto j = nlohmann::json::parse(slurp(dir / "report.json"));
@@ -232,7 +242,8 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
     EXPECT_GE(c.at("legend").get<size_t>(), 1u) << canvas << ": a legend to toggle series";
     std::string tooltip;
     for (const auto& line : c.at("tooltip")) tooltip += line.get<std::string>() + "\n";
-    EXPECT_NE(tooltip.find(fig == "plot-latency" ? " us" : fig == "plot-retained" || fig == "plot-planes" ? " %" : " Gb/s"),
+    const bool latency = fig == "plot-latency" || fig == "plot-latency-cdf";
+    EXPECT_NE(tooltip.find(latency ? " us" : fig == "plot-retained" || fig == "plot-planes" ? " %" : " Gb/s"),
               std::string::npos)
         << canvas << ": hovering shows no value with its unit:\n" << tooltip;
     if (fig == "plot-goodput" || fig == "plot-planes") {
@@ -248,6 +259,19 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
       EXPECT_EQ(c.at("y_title"), "latency (us, log scale)");
       EXPECT_EQ(c.at("value_scale"), "logarithmic");
     }
+    if (fig == "plot-latency-cdf") {
+      EXPECT_EQ(c.at("type"), "line") << canvas << ": a curve per run";
+      EXPECT_EQ(c.at("x_title"), "message completion time (us, log scale)");
+      EXPECT_EQ(c.at("y_title"), "fraction of messages completed");
+      EXPECT_EQ(c.at("value_scale"), "logarithmic");
+      EXPECT_EQ(tooltip.rfind("p0 (min)\n", 0), 0u) << canvas << ": hovering names the percentile:\n" << tooltip;
+      // ... and the time at it (the first plotted point's), as report_charts.js's fmt() writes it.
+      const double v0 = c.at("points").at(0).at("v").get<double>();
+      char shown[40];
+      std::snprintf(shown, sizeof shown, v0 >= 1000 ? "%.0f" : "%#.4g", v0);
+      EXPECT_NE(tooltip.find(std::string(": ") + shown + " us\n"), std::string::npos)
+          << canvas << ": hovering shows the time " << shown << ":\n" << tooltip;
+    }
     if (fig == "plot-retained") { EXPECT_EQ(c.at("y_title"), "retained goodput (%)"); }
     if (fig == "plot-goodput-bars") { EXPECT_EQ(c.at("x_title"), "goodput (Gb/s)"); }
     for (const auto& pt : c.at("points")) {
@@ -262,6 +286,11 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
       ASSERT_TRUE(pt.at("v").is_number()) << canvas << " " << pointer << ": Chart.js did not parse it";
       EXPECT_EQ(pt.at("v").get<double>(), want) << canvas << " " << pointer;
       EXPECT_LT(pt.at("off_px").get<double>(), 1.0) << canvas << " " << pointer << ": not drawn at its value";
+      if (fig == "plot-latency-cdf") {
+        const double k = std::stod(pointer.substr(pointer.rfind('/') + 1));
+        EXPECT_EQ(pt.at("share").get<double>(), k / (ms::kLatencyCdfPoints - 1)) << canvas << " " << pointer;
+        EXPECT_LT(pt.at("share_off_px").get<double>(), 1.0) << canvas << " " << pointer << ": not drawn at its share";
+      }
       if (pt.contains("step_off_px")) {
         ASSERT_TRUE(pt.at("step_off_px").is_number()) << canvas << " " << pointer << ": no straight step to the interval's end";
         EXPECT_LT(pt.at("step_off_px").get<double>(), 1.0) << canvas << " " << pointer << ": the step ends elsewhere";
@@ -286,6 +315,9 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
       for (const char* key : {"median_us", "p99_us", "p999_us"}) {
         EXPECT_TRUE(plotted.count(run + "/latency/" + key)) << run << " " << key;
       }
+    }
+    for (size_t k = 0; k < r.runs[i].latency.cdf_us.size(); ++k) {
+      EXPECT_TRUE(plotted.count(run + "/latency/cdf_us/" + std::to_string(k))) << run << " cdf " << k;
     }
     const auto& dr = j.at("derived").at("runs").at(i);
     if (dr.contains("retained")) { EXPECT_TRUE(plotted.count("/derived" + run + "/retained")) << run; }
@@ -346,7 +378,7 @@ void render_and_check(const ms::Report& r, const std::string& name, const std::v
 
 TEST(ReportHtmlChromium, SweepReportRenders) {
   render_and_check(metaroce::scenario::testing::make_sweep_report("rocev2"), "sweep",
-                   {"plot-goodput", "plot-retained", "plot-planes", "plot-latency"});
+                   {"plot-goodput", "plot-retained", "plot-planes", "plot-latency", "plot-latency-cdf"});
 }
 
 TEST(ReportHtmlChromium, FaultReportRenders) {

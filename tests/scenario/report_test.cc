@@ -1,6 +1,6 @@
 // Reports (scenario/src/report_*.cc): report.json round-trips the Report,
 // timeseries.csv has one row per run and interval, report.html is well formed
-// with its four plots and escapes text, format_number, summary_table and
+// with its plots and escapes text, format_number, summary_table and
 // write_report. The page as Chromium renders it: report_html_test.cc.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,10 +23,24 @@ namespace fs = std::filesystem;
 
 namespace metaroce::scenario::testing {
 
+// A completion-time distribution (LatencySummary::cdf_us) through a
+// summary's figures: min at 0 %, the median at 50 %, p99 at 99 %, max at
+// 100 %, straight between them (the simulator's runs have one).
+std::vector<double> cdf_through(const LatencySummary& l) {
+  std::vector<double> cdf;
+  for (size_t i = 0; i < kLatencyCdfPoints; ++i) {
+    const double q = static_cast<double>(i);
+    cdf.push_back(i <= 50  ? l.min_us + (l.median_us - l.min_us) * q / 50
+                  : i <= 99 ? l.median_us + (l.p99_us - l.median_us) * (q - 50) / 49
+                            : l.max_us);
+  }
+  return cdf;
+}
+
 // A loss sweep (0, 1%, 5%) of MetaRoCE against RoCEv2 on 4 planes x 25 Gb/s,
 // 8 intervals of 250 ms per run, plane 1 down from 0.5 s to 1.5 s, latency
-// (RoCEv2 at 5% loss has no samples) and one failed assertion. Shared with
-// report_html_test.cc.
+// with its distribution (RoCEv2 at 5% loss has no samples) and one failed
+// assertion. Shared with report_html_test.cc.
 Report make_sweep_report(const std::string& rocev2_name) {
   Report r;
   r.scenario_name = "loss-sweep";
@@ -89,6 +104,7 @@ Report make_sweep_report(const std::string& rocev2_name) {
         run.latency.p99_us = meta ? 48.5 + 400 * loss : 250 + 4000 * loss;
         run.latency.p999_us = meta ? 120.25 + 900 * loss : 1800 + 9000 * loss;
         run.latency.max_us = run.latency.p999_us * 3;
+        run.latency.cdf_us = cdf_through(run.latency);
       }
       run.events = {{0.5, "plane 1 down"}, {1.5, "plane 1 up"}};
       r.runs.push_back(run);
@@ -216,6 +232,15 @@ std::vector<Tagged> data_keys(const std::string& html) {
   return out;
 }
 
+// The page's plot specs (report_plots.cc), as report_charts.js reads them.
+nlohmann::json plot_specs(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"report-plots\">";
+  const size_t sb = html.find(open);
+  if (sb == std::string::npos) return nullptr;
+  const size_t se = html.find("</script>", sb);
+  return nlohmann::json::parse(html.substr(sb + open.size(), se - sb - open.size()));
+}
+
 TEST(ReportJson, RoundTripsKeyFields) {
   const ms::Report r = make_sweep_report("rocev2");
   const std::string text = ms::report_json(r);
@@ -324,6 +349,59 @@ TEST(ReportJson, CapturesRoundTripAndAreLinked) {
   EXPECT_TRUE(ms::parse_report_json(old.dump(), "old.json", &err)) << err;
 }
 
+// The completion-time distribution: in each run's "latency" object when the
+// run has one (simulator), read back value for value; absent for a run
+// without one (live, or no samples), and a report.json without it reads.
+TEST(ReportJson, LatencyCdfRoundTrips) {
+  const ms::Report r = make_sweep_report("rocev2");
+  ASSERT_EQ(r.runs[0].latency.cdf_us.size(), ms::kLatencyCdfPoints);
+  const std::string text = ms::report_json(r);
+  const auto j = nlohmann::json::parse(text);
+  const auto& cdf = j.at("runs").at(0).at("latency").at("cdf_us");
+  ASSERT_EQ(cdf.size(), ms::kLatencyCdfPoints);
+  EXPECT_EQ(cdf.at(0).get<double>(), r.runs[0].latency.min_us);
+  EXPECT_EQ(cdf.at(50).get<double>(), r.runs[0].latency.median_us);
+  EXPECT_EQ(cdf.at(99).get<double>(), r.runs[0].latency.p99_us);
+  EXPECT_EQ(cdf.at(100).get<double>(), r.runs[0].latency.max_us);
+  EXPECT_FALSE(j.at("runs").at(5).at("latency").contains("cdf_us")) << "no samples, no distribution";
+  EXPECT_EQ(ms::report_json(make_fault_report()).find("cdf_us"), std::string::npos) << "live runs have none";
+  std::string err;
+  const auto back = ms::parse_report_json(text, "report.json", &err);
+  ASSERT_TRUE(back) << err;
+  ASSERT_EQ(back->runs.size(), r.runs.size());
+  for (size_t i = 0; i < r.runs.size(); ++i) EXPECT_EQ(back->runs[i].latency.cdf_us, r.runs[i].latency.cdf_us) << i;
+  EXPECT_EQ(ms::report_json(*back), text);
+  // A report written before cdf_us existed reads, without a distribution.
+  auto old = j;
+  for (auto& run : old.at("runs")) run.at("latency").erase("cdf_us");
+  const auto old_back = ms::parse_report_json(old.dump(), "old.json", &err);
+  ASSERT_TRUE(old_back) << err;
+  EXPECT_TRUE(old_back->runs[0].latency.cdf_us.empty());
+}
+
+// A malformed cdf_us is refused, the message naming the value's JSON pointer.
+TEST(ReportJson, MalformedLatencyCdfNamesItsPath) {
+  const auto good = nlohmann::json::parse(ms::report_json(make_sweep_report("rocev2")));
+  auto refused = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    auto j = good;
+    spoil(j.at("runs").at(2).at("latency").at("cdf_us"));
+    std::string err;
+    EXPECT_FALSE(ms::parse_report_json(j.dump(), "r.json", &err)) << j.at("runs").at(2).at("latency").dump();
+    return err;
+  };
+  EXPECT_EQ(refused([](auto& c) { c.erase(c.size() - 1); }),
+            "r.json: /runs/2/latency/cdf_us: must have 101 values (0 to 100 %), has 100");
+  EXPECT_EQ(refused([](auto& c) { c.push_back(1e6); }),
+            "r.json: /runs/2/latency/cdf_us: must have 101 values (0 to 100 %), has 102");
+  EXPECT_EQ(refused([](auto& c) { c = nlohmann::json::object(); }), "r.json: /runs/2/latency/cdf_us: must be an array");
+  EXPECT_EQ(refused([](auto& c) { c[0] = -1.5; }), "r.json: /runs/2/latency/cdf_us/0: must be a number >= 0");
+  EXPECT_EQ(refused([](auto& c) { c[7] = nullptr; }), "r.json: /runs/2/latency/cdf_us/7: must be a number >= 0");
+  EXPECT_EQ(refused([](auto& c) { c[7] = "8 us"; }), "r.json: /runs/2/latency/cdf_us/7: must be a number or null");
+  ASSERT_EQ(good.at("runs").at(2).at("latency").at("cdf_us").at(0), 6.5);  // min_us
+  EXPECT_EQ(refused([](auto& c) { c[1] = 6.25; }),
+            "r.json: /runs/2/latency/cdf_us/1: must not be less than the value before it (6.25 < 6.5)");
+}
+
 TEST(ReportJson, FaultWindowDerived) {
   const auto j = nlohmann::json::parse(ms::report_json(make_fault_report()));
   const auto& d = j["derived"]["runs"][0];
@@ -430,15 +508,16 @@ TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
   const std::string html = ms::report_html(r);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(count(html, "<figure class=\"plot\""), count(html, "</figure>"));
-  EXPECT_EQ(count(html, "<figure class=\"plot\""), 4u);
-  for (const char* id : {"plot-goodput", "plot-retained", "plot-planes", "plot-latency"})
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), 5u);
+  for (const char* id : {"plot-goodput", "plot-retained", "plot-planes", "plot-latency", "plot-latency-cdf"})
     EXPECT_NE(html.find("<figure class=\"plot\" id=\"" + std::string(id) + "\" role=\"group\" aria-label=\""),
               std::string::npos)
         << id;
   EXPECT_EQ(html.find("plot-goodput-bars"), std::string::npos);
-  // A canvas per chart: 3 goodput panels, 1 retained, 6 plane-load plots, 1 latency.
+  // A canvas per chart: 3 goodput panels, 1 retained, 6 plane-load plots, 1
+  // latency, 3 completion-time CDF panels.
   EXPECT_EQ(count(html, "<canvas"), count(html, "</canvas>"));
-  EXPECT_EQ(count(html, "<canvas"), 11u);
+  EXPECT_EQ(count(html, "<canvas"), 14u);
   EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
   EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
   // No raw markup from names, the description or the YAML: the only scripts
@@ -477,37 +556,41 @@ TEST(ReportHtml, WellFormedWithPlotsAndEscaping) {
   }
   // Every value the charts are drawn from is its report.json number in the
   // plot's unit (report_html_test.cc checks what Chart.js drew of them).
-  const std::string open = "<script type=\"application/json\" id=\"report-plots\">";
-  const size_t sb = html.find(open);
-  ASSERT_NE(sb, std::string::npos);
-  const size_t se = html.find("</script>", sb);
-  const auto specs = nlohmann::json::parse(html.substr(sb + open.size(), se - sb - open.size()));
+  const auto specs = plot_specs(html);
   size_t plotted = 0;
   for (const auto& c : specs)
     for (const auto& ds : c.at("datasets"))
       for (const auto& pt : ds.at("points")) {
+        // A cdf's value is its x; its y the share the point's index stands for.
+        const bool cdf = c.at("kind") == "cdf";
+        const auto& value = pt.at(cdf ? "x" : "y");
         if (!pt.contains("p")) {
-          EXPECT_TRUE(pt.at("y").is_null()) << "a plotted value without its JSON pointer";
+          EXPECT_TRUE(value.is_null()) << "a plotted value without its JSON pointer";
           continue;
         }
-        const nlohmann::json::json_pointer ptr(pt.at("p").get<std::string>());
+        const std::string pointer = pt.at("p");
+        const nlohmann::json::json_pointer ptr(pointer);
         ASSERT_TRUE(j.contains(ptr)) << ptr;
         ASSERT_TRUE(j.at(ptr).is_number()) << ptr;
         double want = j.at(ptr).get<double>();
         if (ds.at("from_json").contains("div")) want /= ds.at("from_json").at("div").get<double>();
         if (ds.at("from_json").contains("mul")) want *= ds.at("from_json").at("mul").get<double>();
-        EXPECT_EQ(pt.at("y").get<double>(), want) << ptr;
+        EXPECT_EQ(value.get<double>(), want) << ptr;
+        if (cdf) {
+          const double k = std::stod(pointer.substr(pointer.rfind('/') + 1));
+          EXPECT_EQ(pt.at("y").get<double>(), k / (ms::kLatencyCdfPoints - 1)) << ptr;
+        }
         ++plotted;
       }
   // 6 runs x 8 intervals x 2 ends of a goodput step, and of 4 planes' utilisation
-  // steps; 6 retained; 15 latency bars.
-  EXPECT_EQ(plotted, 96u + 384u + 6u + 15u);
+  // steps; 6 retained; 15 latency bars; 5 runs' completion-time CDFs.
+  EXPECT_EQ(plotted, 96u + 384u + 6u + 15u + 5u * ms::kLatencyCdfPoints);
 }
 
 TEST(ReportHtml, NoSweepShowsGoodputBars) {
   const ms::Report r = make_fault_report();
   const std::string html = ms::report_html(r);
-  for (const char* id : {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency"})
+  for (const char* id : {"plot-goodput", "plot-goodput-bars", "plot-planes", "plot-latency", "plot-latency-cdf"})
     EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
   EXPECT_EQ(html.find("plot-retained"), std::string::npos);
   EXPECT_EQ(count(html, "<script"), 3u) << "the page's own three scripts, none from the description";
@@ -517,11 +600,107 @@ TEST(ReportHtml, NoSweepShowsGoodputBars) {
   EXPECT_NE(html.find("LIVE"), std::string::npos);
 }
 
+// The completion-time CDF: one line per run that has a distribution, in the
+// job's colour and dash (as on the goodput plot), x the time on a log axis
+// spanning whole decades, y the share 0..1; a run without one is not drawn.
+// When no run has one the plot says why instead of drawing an empty chart.
+TEST(ReportHtml, LatencyCdfPlotOrWhyNot) {
+  ms::Report r = make_fault_report();
+  r.mode = "sim";
+  r.runs.push_back(r.runs[0]);  // a second MetaRoCE job: the same blue family, dashed
+  r.runs[2].job = "metaroce-2";
+  for (auto& run : r.runs) run.latency.cdf_us = metaroce::scenario::testing::cdf_through(run.latency);
+  r.runs[2].latency.cdf_us.clear();
+  const std::string html = ms::report_html(r);
+  EXPECT_NE(html.find("<h3>Message completion time (CDF)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<canvas id=\"plot-latency-cdf-0\""), std::string::npos);
+  EXPECT_EQ(html.find("no completion-time distribution"), std::string::npos);
+  // Next to the percentiles: after their plot, before the Runs table.
+  EXPECT_LT(html.find("id=\"plot-latency\""), html.find("id=\"plot-latency-cdf\""));
+  EXPECT_LT(html.find("id=\"plot-latency-cdf\""), html.find("<h2>Runs</h2>"));
+  const auto specs = plot_specs(html);
+  const nlohmann::json* cdf = nullptr;
+  const nlohmann::json* goodput = nullptr;
+  for (const auto& c : specs) {
+    if (c.at("canvas") == "plot-latency-cdf-0") cdf = &c;
+    if (c.at("canvas") == "plot-goodput-0") goodput = &c;
+  }
+  ASSERT_NE(cdf, nullptr);
+  ASSERT_NE(goodput, nullptr);
+  EXPECT_EQ(cdf->at("kind"), "cdf");
+  EXPECT_EQ(cdf->at("unit"), "us");
+  EXPECT_EQ(cdf->at("x").at("type"), "logarithmic");
+  EXPECT_EQ(cdf->at("x").at("title"), "message completion time (us, log scale)");
+  EXPECT_EQ(cdf->at("x").at("min"), 5.0);  // the fastest message: 5.1 us
+  EXPECT_EQ(cdf->at("x").at("max"), 5e5);  // the slowest: 210000 us
+  EXPECT_EQ(cdf->at("y").at("type"), "linear");
+  EXPECT_EQ(cdf->at("y").at("min"), 0);
+  EXPECT_EQ(cdf->at("y").at("max"), 1);
+  const auto& ds = cdf->at("datasets");
+  ASSERT_EQ(ds.size(), 2u) << "metaroce-2 has no distribution: not drawn";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ds[i].at("label"), goodput->at("datasets")[i].at("label"));
+    EXPECT_EQ(ds[i].at("colour"), goodput->at("datasets")[i].at("colour")) << "the job's colour";
+    ASSERT_EQ(ds[i].at("points").size(), ms::kLatencyCdfPoints);
+    EXPECT_EQ(ds[i].at("points")[99].at("p"), "/runs/" + std::to_string(i) + "/latency/cdf_us/99");
+    EXPECT_EQ(ds[i].at("points")[99].at("x"), r.runs[i].latency.p99_us);
+    EXPECT_EQ(ds[i].at("points")[99].at("y"), 0.99);
+    EXPECT_EQ(ds[i].at("points")[100].at("y"), 1.0);
+  }
+  EXPECT_NE(ds[0].at("colour"), ds[1].at("colour")) << "MetaRoCE and RoCEv2 apart";
+  EXPECT_FALSE(ds[0].contains("dash"));
+  EXPECT_TRUE(goodput->at("datasets")[2].contains("dash")) << "the second MetaRoCE job is dashed";
+
+  // A zero time has no place on a log axis: a gap, its index kept.
+  r.runs[0].latency.cdf_us[0] = 0;
+  const auto gap = plot_specs(ms::report_html(r));
+  for (const auto& c : gap)
+    if (c.at("canvas") == "plot-latency-cdf-0") {
+      const auto& pts = c.at("datasets")[0].at("points");
+      ASSERT_EQ(pts.size(), ms::kLatencyCdfPoints);
+      EXPECT_TRUE(pts[0].at("x").is_null());
+      EXPECT_FALSE(pts[0].contains("p"));
+      EXPECT_EQ(pts[1].at("y"), 0.01);
+    }
+
+  // Times within one decade: the axis spans whole decades, so two are labelled.
+  auto x_range = [](const ms::Report& rep) {
+    for (const auto& c : plot_specs(ms::report_html(rep)))
+      if (c.at("canvas") == "plot-latency-cdf-0") return std::make_pair(c.at("x").at("min"), c.at("x").at("max"));
+    return std::make_pair(nlohmann::json(), nlohmann::json());
+  };
+  ms::Report narrow = r;
+  for (auto& run : narrow.runs)
+    for (double& v : run.latency.cdf_us) v = 21 + 0.15 * (&v - run.latency.cdf_us.data());  // 21 to 36 us
+  EXPECT_EQ(x_range(narrow), std::make_pair(nlohmann::json(10.0), nlohmann::json(100.0)));
+  for (auto& run : narrow.runs)
+    for (double& v : run.latency.cdf_us) v *= 100;  // 2100 to 3600 us: 1000 to 10000
+  EXPECT_EQ(x_range(narrow), std::make_pair(nlohmann::json(1000.0), nlohmann::json(10000.0)));
+
+  // No distribution anywhere: the empty state says why, and no chart is drawn.
+  const auto why_not = [](ms::Report rep) {
+    const std::string page = ms::report_html(rep);
+    EXPECT_EQ(page.find("plot-latency-cdf-0"), std::string::npos);
+    const size_t b = page.find("<figure class=\"plot\" id=\"plot-latency-cdf\"");
+    EXPECT_NE(b, std::string::npos);
+    const size_t e = page.find("</figure>", b);
+    return b == std::string::npos ? std::string() : page.substr(b, e - b);
+  };
+  const std::string live = why_not(make_fault_report());
+  EXPECT_NE(live.find("<div class=\"empty\">no completion-time distribution: live daemons report percentiles only"),
+            std::string::npos)
+      << live;
+  for (auto& run : r.runs) run.latency.cdf_us.clear();
+  EXPECT_NE(why_not(r).find("no run in this report has one"), std::string::npos);
+  for (auto& run : r.runs) run.latency.samples = 0;
+  EXPECT_NE(why_not(r).find("no run completed a message"), std::string::npos);
+}
+
 TEST(ReportHtml, EmptyReportStillRenders) {
   ms::Report r;
   r.mode = "sim";
   const std::string html = ms::report_html(r);
-  EXPECT_EQ(count(html, "<figure class=\"plot\""), 4u);
+  EXPECT_EQ(count(html, "<figure class=\"plot\""), 5u);
   EXPECT_EQ(count(html, "<figure class=\"plot\""), count(html, "</figure>"));
   EXPECT_EQ(count(html, "<canvas"), 0u) << "nothing to draw: notes instead of empty charts";
   EXPECT_NE(html.find("id=\"report-plots\">[]</script>"), std::string::npos);
