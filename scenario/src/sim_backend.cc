@@ -182,6 +182,9 @@ class SimBackend final : public Backend {
     t_ns_ = 0;
     run_->hosts = fc.hosts;
     run_->planes = fc.planes;
+    // Frame buffers as large as this run's frames, not jumbo: at cluster
+    // scale every frame in every emulated queue holds one.
+    run_->sim.set_frame_capacity(transport::max_frame_bytes(s_.mtu_payload));
     // The setup changes every ECMP link; the host ports take the same queue
     // and marking settings. On a clos a selector names host links too.
     for (const FabricChange& c : plan.setup) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "metaroce/wire/udp_frame.h"
 
@@ -83,11 +84,17 @@ int Simulator::add_host(transport::Endpoint* ep) {
   return static_cast<int>(hosts_.size() - 1);
 }
 
-void Simulator::push(Nanos at, Kind k, int host, uint32_t index) { queue_.push({at, seq_++, k, host, index}); }
+void Simulator::push(Nanos at, Kind k, uint32_t index) {
+  // Past these the key's fields would overlap: a run this large is refused,
+  // never silently misordered.
+  if (index > kMaxIndex) throw std::length_error("simulator: more than 16,777,215 frames or controls at once");
+  if (seq_ >> (64 - kIndexBits - kKindBits)) throw std::length_error("simulator: more than 2^38 events scheduled");
+  heap_push({at, (seq_++ << (kIndexBits + kKindBits)) | (static_cast<uint64_t>(k) << kIndexBits) | index});
+}
 
 void Simulator::at(Nanos t, std::function<void()> fn) {
   controls_.push_back(std::move(fn));
-  push(std::max(t, now_), Kind::kControl, -1, static_cast<uint32_t>(controls_.size() - 1));
+  push(std::max(t, now_), Kind::kControl, static_cast<uint32_t>(controls_.size() - 1));
 }
 
 void Simulator::kick(int host) { schedule_wake(host, now_); }
@@ -97,13 +104,13 @@ void Simulator::schedule_wake(int host, Nanos at) {
   // Keep only the earliest pending wake; later stale events are harmless no-ops.
   if (wake_at_[host] <= at && wake_at_[host] >= now_) return;
   wake_at_[host] = at;
-  push(at, Kind::kWake, host, 0);
+  push(at, Kind::kWake, static_cast<uint32_t>(host));
 }
 
 uint32_t Simulator::alloc_packet() {
   if (free_packets_.empty()) {
     packets_.emplace_back();
-    packets_.back().data.resize(wire::kMaxFrameBytes);
+    packets_.back().data.resize(frame_capacity_);
     return static_cast<uint32_t>(packets_.size() - 1);
   }
   const uint32_t i = free_packets_.back();
@@ -168,49 +175,86 @@ void Simulator::route(uint32_t slot, const Route& r, int from, uint8_t plane) {
   }
   packets_[slot].in_transit = r.in_transit;
   packets_[slot].pos = r.pos;
-  push(r.deliver_at, Kind::kDeliver, r.to_host, slot);
+  packets_[slot].to_host = r.to_host;
+  push(r.deliver_at, Kind::kDeliver, slot);
   if (r.duplicate_at >= 0) {
     const uint32_t copy = alloc_packet();  // may grow packets_: index again, no references held
     packets_[copy].len = packets_[slot].len;
     packets_[copy].in_transit = r.in_transit;
     packets_[copy].pos = r.pos;
     packets_[copy].pos.marks |= emulator::kMarkDuplicate;
+    packets_[copy].to_host = r.to_host;
     std::memcpy(packets_[copy].data.data(), packets_[slot].data.data(), packets_[slot].len);
-    push(r.duplicate_at, Kind::kDeliver, r.to_host, copy);
+    push(r.duplicate_at, Kind::kDeliver, copy);
   }
 }
 
+void Simulator::heap_push(Event e) {
+  size_t i = queue_.size();
+  queue_.push_back(e);
+  while (i > 0) {
+    const size_t parent = (i - 1) / 4;
+    if (!e.before(queue_[parent])) break;
+    queue_[i] = queue_[parent];
+    i = parent;
+  }
+  queue_[i] = e;
+}
+
+void Simulator::heap_pop() {
+  const Event last = queue_.back();
+  queue_.pop_back();
+  const size_t n = queue_.size();
+  if (n == 0) return;
+  size_t i = 0;
+  while (true) {
+    const size_t first = 4 * i + 1;
+    if (first >= n) break;
+    size_t best = first;
+    for (size_t c = first + 1; c < std::min(first + 4, n); ++c)
+      if (queue_[c].before(queue_[best])) best = c;
+    if (!queue_[best].before(last)) break;
+    queue_[i] = queue_[best];
+    i = best;
+  }
+  queue_[i] = last;
+}
+
 void Simulator::run_until(Nanos t) {
-  while (!queue_.empty() && queue_.top().at <= t) {
-    const Event e = queue_.top();
-    queue_.pop();
+  while (!queue_.empty() && queue_.front().at <= t) {
+    const Event e = queue_.front();
+    heap_pop();
     now_ = e.at;
     ++events_;
-    switch (e.kind) {
+    const uint32_t index = static_cast<uint32_t>(e.key & kMaxIndex);
+    switch (static_cast<Kind>((e.key >> kIndexBits) & ((1u << kKindBits) - 1))) {
       case Kind::kDeliver: {
-        Packet& pk = packets_[e.index];
+        Packet& pk = packets_[index];
         if (pk.in_transit) {  // reached the next fabric hop
           const emulator::FramePosition pos = pk.pos;
-          route(e.index, fabric_.advance(pos, {pk.data.data(), pk.len}, now_), static_cast<int>(pos.from), pos.plane);
+          route(index, fabric_.advance(pos, {pk.data.data(), pk.len}, now_), static_cast<int>(pos.from), pos.plane);
           break;
         }
+        const int host = pk.to_host;
         if (frame_observer_)
-          frame_observer_({FrameEvent::Kind::kDelivered, now_, e.host, pk.pos.plane, emulator::DropCause::kNone, pk.pos.marks,
+          frame_observer_({FrameEvent::Kind::kDelivered, now_, host, pk.pos.plane, emulator::DropCause::kNone, pk.pos.marks,
                            {pk.data.data(), pk.len}});
-        hosts_[e.host]->on_frame({pk.data.data(), pk.len}, now_);
-        free_packets_.push_back(e.index);
-        if (activity_) activity_(e.host);
-        service(e.host);
+        hosts_[host]->on_frame({pk.data.data(), pk.len}, now_);
+        free_packets_.push_back(index);
+        if (activity_) activity_(host);
+        service(host);
         break;
       }
-      case Kind::kWake:
+      case Kind::kWake: {
+        const int host = static_cast<int>(index);
         ++wakes_;
-        if (wake_at_[e.host] == e.at) wake_at_[e.host] = transport::kNever;
-        if (activity_) activity_(e.host);
-        service(e.host);
+        if (wake_at_[host] == e.at) wake_at_[host] = transport::kNever;
+        if (activity_) activity_(host);
+        service(host);
         break;
+      }
       case Kind::kControl:
-        controls_[e.index]();
+        controls_[index]();
         break;
     }
   }

@@ -158,13 +158,11 @@ struct Path {
   Nanos pto_at = kNever;
   bool late_rto_deferred = false;   // this arming's RTO fired late and was deferred (timer_fired_late)
   bool tail_probe_rearmed = false;  // the RTO was re-armed for a tail-loss probe since the last ACK (once only)
-  bool probe_due = false;
   uint16_t probe_stream = 0;
   // Receiver.
   SackWindow rx;
   uint32_t rx_ce = 0, rx_since_ack = 0, rx_echo_ts = 0;
   uint16_t rx_entropy = 0, rx_stream = 0;
-  bool ack_due = false;
   PathStats stats;
 };
 
@@ -295,6 +293,12 @@ class MetaRoceConnection final : public Connection {
   double tokens_ = kPacingBurst;
   Nanos tokens_at_ = 0, pacing_until_ = 0;
   size_t stream_rr_ = 0, ack_rr_ = 0;
+  // Paths owing their sender an ACK, bit i = paths_[i] (paths <= 64,
+  // kParamPaths): looking for them reads one word, not every Path (at
+  // cluster scale each Path read is a cache miss).
+  uint64_t acks_due_ = 0;
+  uint64_t probes_due_ = 0;  // paths to send a PROBE on, likewise
+  uint64_t path_bit(const Path& p) const { return 1ull << (&p - paths_.data()); }
   Nanos next_timer_at_ = kNever;
   Nanos last_now_ = 0;
   ConnectionStats stats_;

@@ -52,7 +52,7 @@ bool MetaRoceConnection::rx_path(Path& p, const wire::PacketView& pv, const wire
   ++p.rx_since_ack;
   if (!in_order || (pv.common.flags & wire::kFlagAckReq) || p.rx_since_ack >= cfg_.tuning.ack_every ||
       pv.opcode == Opcode::kProbe)
-    p.ack_due = true;
+    acks_due_ |= path_bit(p);
   return true;
 }
 

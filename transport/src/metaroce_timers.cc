@@ -24,7 +24,7 @@ void MetaRoceConnection::service_timers(Nanos now) {
       if (!p.tail_probe_rearmed && now >= tlp_at) {
         // A sequenced PROBE makes the receiver reveal the hole; an RTO then
         // needs a whole unanswered timeout after it.
-        p.probe_due = true;
+        probes_due_ |= path_bit(p);
         p.probe_stream = 0;
         p.pto_at = now + pto(p) * 2;
         p.rto_armed_at = now;
@@ -38,13 +38,13 @@ void MetaRoceConnection::service_timers(Nanos now) {
         on_rto(p, now);
       } else if (p.pto_at != kNever && now >= p.pto_at) {
         // Later probes (every 2 x PTO until an ACK) do not move the RTO.
-        p.probe_due = true;
+        probes_due_ |= path_bit(p);
         p.probe_stream = 0;
         p.pto_at = now + pto(p) * 2;
       }
     }
     if (p.health.state() == PathState::kDown && now >= p.next_probe_at) {
-      p.probe_due = true;
+      probes_due_ |= path_bit(p);
       // A dead plane is probed ever less often (up to max_probe_interval), so it costs little
       // while it is down and is found again within that interval when it returns.
       // The interval doubles every kProbesPerInterval unanswered probes.
@@ -82,7 +82,7 @@ void MetaRoceConnection::service_timers(Nanos now) {
       if (m.timeouts % 2 == 1) {
         for (Path& p : paths_)
           if (p.health.state() != PathState::kDown) {
-            p.probe_due = true;
+            probes_due_ |= path_bit(p);
             p.probe_stream = static_cast<uint16_t>(sid);
             break;
           }
@@ -156,7 +156,7 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   }
   note_state(p, before);
   // A path that went quiet gets a probe so its fate is learned quickly.
-  p.probe_due = true;
+  probes_due_ |= path_bit(p);
 }
 
 // Sends the whole message again from its first chunk, not before resume_at.

@@ -2,12 +2,15 @@
 // ACKs, probes, retransmissions, responses, new data), path choice (spraying),
 // pacing to the receiver's rate hint, frame writing and transmission records.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <span>
 
 #include "metaroce_connection.h"
 
 namespace metaroce::transport::detail {
+
+static_assert(kParamPaths.max <= 64, "acks_due_ holds a bit per path");
 
 bool MetaRoceConnection::poll_tx(TxFrame& f, uint64_t ready, Nanos now) {
   last_now_ = now;
@@ -252,9 +255,13 @@ bool MetaRoceConnection::send_acks_and_naks(TxFrame& f, uint64_t ready, Nanos no
       if (write_frame(f, p, h, &n, sizeof(n), nullptr, 0)) return true;
     }
   }
-  for (size_t k = 0; k < paths_.size(); ++k) {
-    Path& p = paths_[(ack_rr_ + k) % paths_.size()];
-    if (!p.ack_due || !((ready >> p.plane) & 1)) continue;
+  // The due paths in turn from ack_rr_: those at or after it, then the rest.
+  for (uint64_t rest = acks_due_; rest != 0;) {
+    const uint64_t from_rr = rest & (~0ull << ack_rr_);
+    const unsigned i = static_cast<unsigned>(std::countr_zero(from_rr ? from_rr : rest));
+    rest &= ~(1ull << i);
+    Path& p = paths_[i];
+    if (!((ready >> p.plane) & 1)) continue;
     wire::AckBlock b{};
     b.path_id = p.id;
     b.flags = p.rx_ce ? wire::kAckFlagEce : 0;
@@ -270,18 +277,19 @@ bool MetaRoceConnection::send_acks_and_naks(TxFrame& f, uint64_t ready, Nanos no
     fill_header(h, Opcode::kAck, 0, p, sid, 0, now);
     h.msg_seq.set(streams_[sid].rx_base);  // the stream's receive watermark
     if (write_frame(f, p, h, &ext, sizeof(ext), nullptr, 0, {&b, 1}) == 0) return false;
-    p.ack_due = false;
+    acks_due_ &= ~(1ull << i);
     p.rx_ce = 0;
     p.rx_since_ack = 0;
-    ack_rr_ = (ack_rr_ + k + 1) % paths_.size();
+    ack_rr_ = (i + 1) % paths_.size();
     return true;
   }
   return false;
 }
 
 bool MetaRoceConnection::send_probe(TxFrame& f, uint64_t ready, Nanos now) {
-  for (Path& p : paths_) {
-    if (!p.probe_due || !((ready >> p.plane) & 1)) continue;
+  for (uint64_t rest = probes_due_; rest != 0; rest &= rest - 1) {
+    Path& p = paths_[std::countr_zero(rest)];
+    if (!((ready >> p.plane) & 1)) continue;
     if (p.health.state() == PathState::kDown) {
       // Unanswered probes of a down path are given up, so probing never stalls.
       for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
@@ -297,7 +305,7 @@ bool MetaRoceConnection::send_probe(TxFrame& f, uint64_t ready, Nanos now) {
     ChunkRef ref{p.probe_stream, kKindProbe, 0, 0, 0};
     // Probes are tracked for loss detection but not counted in the window.
     record(p, ref, 0, 0, now, false);
-    p.probe_due = false;
+    probes_due_ &= ~path_bit(p);
     p.stats.probes++;
     return true;
   }

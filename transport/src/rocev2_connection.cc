@@ -15,6 +15,10 @@ namespace metaroce::transport {
 namespace {
 
 namespace rv = wire::rocev2;
+// Frame buffers sized by max_frame_bytes (endpoint.h) hold RoCEv2's largest
+// frame too: BTH, RETH, immediate, AETH, pad and ICRC around the payload.
+static_assert(sizeof(rv::Bth) + sizeof(rv::Reth) + 4 + sizeof(rv::Aeth) + 3 + rv::kIcrcBytes <=
+              max_frame_bytes(0) - wire::kUdpFrameHeaderBytes);
 
 int32_t psn_diff(uint32_t a, uint32_t b) { return static_cast<int32_t>((a - b) << 8) >> 8; }
 uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & rv::kPsnMask; }

@@ -10,7 +10,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "metaroce/emulator/link.h"
 #include "metaroce/emulator/timeline.h"
 #include "metaroce/transport/endpoint.h"
+#include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::sim {
 
@@ -134,6 +134,11 @@ class Simulator {
   // happens (captures); empty to stop. Off, it costs one test per event.
   void on_frame(std::function<void(const FrameEvent&)> fn) { frame_observer_ = std::move(fn); }
 
+  // Bytes of each frame buffer (default wire::kMaxFrameBytes, a jumbo
+  // frame): transport::max_frame_bytes(mtu_payload) for a run whose
+  // connections all use that payload. Set before the first frame.
+  void set_frame_capacity(size_t bytes) { frame_capacity_ = bytes; }
+
   void run_until(Nanos t);
   uint64_t events_processed() const { return events_; }
   // Timed wake-ups serviced (a host's deadline or its uplink draining; frames
@@ -142,24 +147,29 @@ class Simulator {
 
  private:
   enum class Kind : uint8_t { kDeliver, kWake, kControl };
+  // 16 bytes, so that a cache line holds four: at cluster scale every frame
+  // in every emulated queue is a pending event (millions), and the queue's
+  // cost is its cache misses. `key` orders events of one instant by when
+  // they were scheduled (seq, the high bits) and says what to do: the kind
+  // and an index (a packet slot, a host, a control slot).
   struct Event {
     Nanos at;
-    uint64_t seq;
-    Kind kind;
-    int host;
-    uint32_t index;  // packet slot or control slot
-    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    uint64_t key;
+    bool before(const Event& o) const { return at != o.at ? at < o.at : key < o.key; }
   };
+  static constexpr unsigned kIndexBits = 24, kKindBits = 2;
+  static constexpr uint64_t kMaxIndex = (1ull << kIndexBits) - 1;
   struct Packet {
     std::vector<uint8_t> data;
     uint32_t len = 0;
     bool in_transit = false;  // at a fabric hop, not yet at a host
+    int to_host = -1;         // where it is delivered
     emulator::FramePosition pos;
   };
   // from/plane: the frame's sender and plane, for a drop's FrameEvent.
   void route(uint32_t slot, const Route& r, int from, uint8_t plane);
 
-  void push(Nanos at, Kind k, int host, uint32_t index);
+  void push(Nanos at, Kind k, uint32_t index);
   uint32_t alloc_packet();
   void service(int host);
   void schedule_wake(int host, Nanos at);
@@ -167,7 +177,11 @@ class Simulator {
   Fabric& fabric_;
   std::vector<transport::Endpoint*> hosts_;
   std::vector<Nanos> wake_at_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
+  // A 4-ary min-heap of events by (at, key): half the levels of a binary
+  // heap, and a node's four children share a cache line.
+  std::vector<Event> queue_;
+  void heap_push(Event e);
+  void heap_pop();
   std::vector<Packet> packets_;
   std::vector<uint32_t> free_packets_;
   std::vector<std::function<void()>> controls_;
@@ -175,6 +189,7 @@ class Simulator {
   std::function<void(const FrameEvent&)> frame_observer_;
   std::vector<uint32_t> tx_slots_;
   Nanos now_ = 0;
+  size_t frame_capacity_ = wire::kMaxFrameBytes;
   uint64_t seq_ = 0, events_ = 0, wakes_ = 0;
 };
 

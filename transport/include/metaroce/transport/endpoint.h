@@ -27,8 +27,21 @@
 #include "metaroce/transport/memory.h"
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/metaroce.h"
+#include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::transport {
+
+// The largest frame a connection with this mtu_payload builds, either
+// transport, any opcode: Ethernet/IPv4/UDP, then MetaRoCE's largest header
+// stack (an ACK carrying every block; a data packet's headers are smaller,
+// and so are RoCEv2's BTH/RETH/immediate/AETH with pad and ICRC) and the
+// payload. A caller sizing its frame buffers to this never has a frame
+// refused (poll_tx skips a frame that does not fit its TxFrame).
+constexpr size_t max_frame_bytes(uint32_t mtu_payload) {
+  constexpr size_t stack = sizeof(wire::CommonHeader) + sizeof(wire::AckExt) + wire::kMaxAckBlocks * sizeof(wire::AckBlock) +
+                           sizeof(wire::AtomicExt) + wire::kCrcBytes;
+  return wire::kUdpFrameHeaderBytes + stack + mtu_payload;
+}
 
 struct TxFrame {
   uint8_t* data = nullptr;   // caller-owned buffer
