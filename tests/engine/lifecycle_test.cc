@@ -119,6 +119,32 @@ TEST(Lifecycle, PeerDestroysConnectionMidTransfer) {
   EXPECT_GT(h.ep(kB).counters().naks_unknown_connection, 0u);
 }
 
+// A local_id names one connection whatever its transport: every call (post,
+// stats, destroy) takes the id alone, so a second connection with an id in
+// use is refused, the other transport's too.
+TEST(Lifecycle, ALocalIdInUseByEitherTransportIsRefused) {
+  Harness h(uniform_planes(1), 4);
+  std::string err;
+  mt::ConnectionConfig meta = Harness::base_config(mt::TransportKind::kMetaRoCE, 500, 501);
+  meta.paths = {{0, 1000}};
+  ASSERT_TRUE(h.ep(kA).create_connection(meta, &err)) << err;
+  mt::ConnectionConfig roce = Harness::base_config(mt::TransportKind::kRoCEv2, 500, 502);
+  roce.paths = {{0, 1001}};
+  EXPECT_FALSE(h.ep(kA).create_connection(roce, &err).has_value());
+  EXPECT_EQ(err, "local_id: 500 is in use");
+  roce.local_id = 503;
+  ASSERT_TRUE(h.ep(kA).create_connection(roce, &err)) << err;
+  meta.local_id = 503;
+  EXPECT_FALSE(h.ep(kA).create_connection(meta, &err).has_value());
+  EXPECT_EQ(err, "local_id: 503 is in use");
+  // Destroying one frees its id and leaves the other.
+  EXPECT_TRUE(h.ep(kA).destroy_connection(500));
+  EXPECT_TRUE(h.ep(kA).destroy_connection(503));
+  EXPECT_FALSE(h.ep(kA).destroy_connection(500));
+  meta.local_id = 500;
+  EXPECT_TRUE(h.ep(kA).create_connection(meta, &err)) << err;
+}
+
 // RoCEv2: a WRITE with a bad rkey fails with kRemoteAccessError and the QP's
 // later WRs are flushed; the target is untouched.
 TEST(RoCEv2Errors, BadRkeyFailsAndFlushes) {

@@ -157,7 +157,11 @@ bool Endpoint::deregister_memory(uint32_t key) { return memory_.deregister(key);
 std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& config, std::string* error) {
   std::string e = validate(config);
   auto& table = config.transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_;
-  if (e.empty() && table.count(config.local_id)) e = "local_id: " + std::to_string(config.local_id) + " is in use";
+  // One id space for both transports: every call (post, stats, destroy)
+  // names a connection by its local_id alone, so an id in both tables would
+  // make those calls pick one of the two.
+  if (e.empty() && (by_id_.count(config.local_id) || by_qpn_.count(config.local_id)))
+    e = "local_id: " + std::to_string(config.local_id) + " is in use";
   if (!e.empty()) {
     if (error) *error = e;
     return std::nullopt;
