@@ -40,27 +40,35 @@ double delta_sum(const DaemonCounters& before, const DaemonCounters& after, cons
   return sum;
 }
 
-// Quantile q of a cumulative Prometheus-style histogram's increase (buckets
-// `<name>_bucket{worker, le}`): the upper bound, in us, of the bucket holding it.
-double quantile_us(const DaemonCounters& before, const DaemonCounters& after, const std::string& name,
-                   const std::string& worker, double q, uint64_t* total) {
-  std::vector<std::pair<double, double>> buckets;  // le (s), cumulative increase
-  for (const auto& c : after.counters) {
-    if (c.name != name + "_bucket") continue;
-    auto w = c.labels.find("worker");
-    auto le = c.labels.find("le");
-    if (w == c.labels.end() || w->second != worker || le == c.labels.end()) continue;
-    buckets.emplace_back(std::strtod(le->second.c_str(), nullptr),
-                         std::max(0.0, c.value - value_of(before, c.name, c.labels)));
+// A cumulative Prometheus-style histogram's increase over the run (buckets
+// `<name>_bucket{worker, le}`), gathered once and asked for several quantiles.
+struct HistogramIncrease {
+  std::vector<std::pair<double, double>> buckets;  // le (s), cumulative increase, by le
+  double count = 0;
+
+  HistogramIncrease(const DaemonCounters& before, const DaemonCounters& after, const std::string& name,
+                    const std::string& worker) {
+    for (const auto& c : after.counters) {
+      if (c.name != name + "_bucket") continue;
+      auto w = c.labels.find("worker");
+      auto le = c.labels.find("le");
+      if (w == c.labels.end() || w->second != worker || le == c.labels.end()) continue;
+      buckets.emplace_back(std::strtod(le->second.c_str(), nullptr),
+                           std::max(0.0, c.value - value_of(before, c.name, c.labels)));
+    }
+    std::sort(buckets.begin(), buckets.end());
+    count = delta(before, after, name + "_count", {{"worker", worker}});
   }
-  std::sort(buckets.begin(), buckets.end());
-  const double n = delta(before, after, name + "_count", {{"worker", worker}});
-  *total = static_cast<uint64_t>(n);
-  if (n <= 0 || buckets.empty()) return 0;
-  for (const auto& [le, cum] : buckets)
-    if (cum >= q * n) return le * 1e6;
-  return buckets.back().first * 1e6;  // beyond the last bucket: at least this late
-}
+  uint64_t total() const { return static_cast<uint64_t>(count); }
+  // Quantile q: the upper bound, in us, of the bucket holding it (q = 1: the
+  // highest bucket that gained a value).
+  double quantile_us(double q) const {
+    if (count <= 0 || buckets.empty()) return 0;
+    for (const auto& [le, cum] : buckets)
+      if (cum >= q * count) return le * 1e6;
+    return buckets.back().first * 1e6;  // beyond the last bucket: at least this late
+  }
+};
 
 std::string fmt(const char* f, double a, double b = 0) {
   char buf[256];
@@ -91,17 +99,19 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
         wf.cpu_fraction = delta(b, a, "worker_cpu_seconds_total", l) / wf.wall_s;
         wf.run_delay_fraction = delta(b, a, "worker_run_delay_seconds_total", l) / wf.wall_s;
       }
-      wf.frame_late_p50_us = quantile_us(b, a, "worker_frame_lateness_seconds", w, 0.5, &wf.frames_timed);
-      wf.frame_late_p99_us = quantile_us(b, a, "worker_frame_lateness_seconds", w, 0.99, &wf.frames_timed);
-      wf.timer_late_p50_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.5, &wf.timers_timed);
-      wf.timer_late_p99_us = quantile_us(b, a, "worker_timer_lateness_seconds", w, 0.99, &wf.timers_timed);
-      wf.receive_wait_p50_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.5, &wf.frames_received);
-      wf.receive_wait_p99_us = quantile_us(b, a, "worker_receive_wait_seconds", w, 0.99, &wf.frames_received);
-      // q = 1: the highest bucket that gained a value.
-      for (const char* h : {"worker_frame_lateness_seconds", "worker_timer_lateness_seconds", "worker_receive_wait_seconds"}) {
-        uint64_t n = 0;
-        wf.stall_max_us = std::max(wf.stall_max_us, quantile_us(b, a, h, w, 1.0, &n));
-      }
+      const HistogramIncrease frame_late(b, a, "worker_frame_lateness_seconds", w),
+          timer_late(b, a, "worker_timer_lateness_seconds", w), receive_wait(b, a, "worker_receive_wait_seconds", w);
+      wf.frames_timed = frame_late.total();
+      wf.frame_late_p50_us = frame_late.quantile_us(0.5);
+      wf.frame_late_p99_us = frame_late.quantile_us(0.99);
+      wf.timers_timed = timer_late.total();
+      wf.timer_late_p50_us = timer_late.quantile_us(0.5);
+      wf.timer_late_p99_us = timer_late.quantile_us(0.99);
+      wf.frames_received = receive_wait.total();
+      wf.receive_wait_p50_us = receive_wait.quantile_us(0.5);
+      wf.receive_wait_p99_us = receive_wait.quantile_us(0.99);
+      for (const HistogramIncrease* h : {&frame_late, &timer_late, &receive_wait})
+        wf.stall_max_us = std::max(wf.stall_max_us, h->quantile_us(1.0));
       wf.realtime_share = value_of(a, "worker_realtime_share", l);
       wf.realtime_demotions = static_cast<uint64_t>(delta(b, a, "worker_realtime_demotions_total", l));
       const std::string who = a.daemon + " " + w + " worker";
