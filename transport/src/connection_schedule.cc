@@ -128,17 +128,16 @@ void ConnectionSchedule::activate_due(Nanos now) {
 }
 
 Nanos ConnectionSchedule::earliest() {
-  while (!heap_.empty() && !pending(heap_.front())) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    heap_.pop_back();
-  }
-  while (!due_.empty() && !due(due_.front())) {
-    std::pop_heap(due_.begin(), due_.end(), Later{});
-    due_.pop_back();
-  }
-  const Nanos p = heap_.empty() ? kNever : heap_.front().at;
-  const Nanos d = due_.empty() ? kNever : due_.front().at;
-  return std::min(p, d);
+  // One heap's earliest current entry, after dropping the stale ones above it.
+  const auto front = [](std::vector<Entry>& h, auto current) {
+    while (!h.empty() && !current(h.front())) {
+      std::pop_heap(h.begin(), h.end(), Later{});
+      h.pop_back();
+    }
+    return h.empty() ? kNever : h.front().at;
+  };
+  return std::min(front(heap_, [this](const Entry& e) { return pending(e); }),
+                  front(due_, [this](const Entry& e) { return due(e); }));
 }
 
 size_t ConnectionSchedule::next_active(size_t from) const {
