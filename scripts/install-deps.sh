@@ -16,6 +16,7 @@ packages=(
   # catatonit is the init of the pods' infra containers (podman kube play, tests/k8s)
   podman mmdebstrap runc uidmap catatonit
   protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc
+  libabsl-dev
   # deploy/k8s checks (tests/k8s): rendered daemon configs and a throw-away certificate
   python3-yaml openssl
 )

@@ -531,6 +531,10 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     std::lock_guard<std::mutex> g(jobs_mu_);
     if (job->error.empty()) job->error = !res.first_error().empty() ? res.first_error() : verification;
   }
+  // The buffers leave the budget before the job is seen to end: a client
+  // that reads the counters once it is DONE finds them released (at the end
+  // of this function, after finish, it raced such a client on a busy host).
+  job_memory.reset();
   finish(final_state);
 }
 

@@ -156,19 +156,16 @@ bool Endpoint::deregister_memory(uint32_t key) { return memory_.deregister(key);
 
 std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& config, std::string* error) {
   std::string e = validate(config);
-  auto& table = config.transport == TransportKind::kRoCEv2 ? by_qpn_ : by_id_;
   // One id space for both transports: every call (post, stats, destroy)
-  // names a connection by its local_id alone, so an id in both tables would
-  // make those calls pick one of the two.
-  if (e.empty() && (by_id_.count(config.local_id) || by_qpn_.count(config.local_id)))
-    e = "local_id: " + std::to_string(config.local_id) + " is in use";
+  // names a connection by its local_id alone.
+  if (e.empty() && by_id_.contains(config.local_id)) e = "local_id: " + std::to_string(config.local_id) + " is in use";
   if (!e.empty()) {
     if (error) *error = e;
     return std::nullopt;
   }
   auto conn = config.transport == TransportKind::kRoCEv2 ? make_rocev2_connection(*this, config)
                                                           : make_metaroce_connection(*this, config);
-  table[config.local_id] = conn.get();
+  by_id_[config.local_id] = conn.get();
   counters_.connection_state_bytes += conn->state_bytes();
   conn->slot = connections_.size();
   connections_.push_back(std::move(conn));
@@ -179,39 +176,38 @@ std::optional<uint32_t> Endpoint::create_connection(const ConnectionConfig& conf
 }
 
 bool Endpoint::destroy_connection(uint32_t local_id) {
-  for (auto* table : {&by_id_, &by_qpn_}) {
-    auto it = table->find(local_id);
-    if (it == table->end()) continue;
-    const size_t i = it->second->slot;
-    table->erase(it);
-    counters_.connection_state_bytes -= connections_[i]->state_bytes();
-    // The last connection takes slot i: nothing else is renumbered or
-    // rescheduled (a daemon tearing down 16,000 connections pays O(log n) each).
-    schedule_.swap_remove(i);
-    recent_senders_.swap_remove(i);
-    connections_[i] = std::move(connections_.back());
-    connections_.pop_back();
-    if (i < connections_.size()) connections_[i]->slot = i;
-    if (tx_rr_ >= connections_.size()) tx_rr_ = 0;
-    return true;
-  }
-  return false;
+  auto it = by_id_.find(local_id);
+  if (it == by_id_.end()) return false;
+  const size_t i = it->second->slot;
+  by_id_.erase(it);
+  counters_.connection_state_bytes -= connections_[i]->state_bytes();
+  // The last connection takes slot i: nothing else is renumbered or
+  // rescheduled (a daemon tearing down 16,000 connections pays O(log n) each).
+  schedule_.swap_remove(i);
+  recent_senders_.swap_remove(i);
+  connections_[i] = std::move(connections_.back());
+  connections_.pop_back();
+  if (i < connections_.size()) connections_[i]->slot = i;
+  if (tx_rr_ >= connections_.size()) tx_rr_ = 0;
+  return true;
 }
 
-namespace {
-Connection* find(const std::unordered_map<uint32_t, Connection*>& a, const std::unordered_map<uint32_t, Connection*>& b,
-                 uint32_t id) {
-  if (auto it = a.find(id); it != a.end()) return it->second;
-  if (auto it = b.find(id); it != b.end()) return it->second;
-  return nullptr;
+Connection* Endpoint::find_connection(uint32_t id) const {
+  const auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
 }
-}  // namespace
+
+// A frame of one transport names a connection of that transport only.
+Connection* Endpoint::find_connection(uint32_t id, TransportKind kind) const {
+  Connection* c = find_connection(id);
+  return c && c->config().transport == kind ? c : nullptr;
+}
 
 void Endpoint::touched(const Connection& c) { schedule_.touched(c.slot, c.next_deadline()); }
 
 template <typename R, typename Fn>
 R Endpoint::with_connection(uint32_t id, R missing, Fn&& fn) {
-  Connection* c = find(by_id_, by_qpn_, id);
+  Connection* c = find_connection(id);
   if (!c) return missing;
   const R r = fn(*c);
   touched(*c);
@@ -235,7 +231,7 @@ bool Endpoint::set_path_entropy(uint32_t conn, uint8_t path, uint16_t src_port) 
 }
 
 ConnectionStats Endpoint::stats(uint32_t conn) const {
-  Connection* c = find(by_id_, by_qpn_, conn);
+  Connection* c = find_connection(conn);
   return c ? c->stats() : ConnectionStats{};
 }
 
@@ -286,18 +282,18 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
                                                : counters_.drop_decode)++;
       return;
     }
-    auto it = by_id_.find(pv.common.dst_conn_id.get());
-    if (it == by_id_.end()) {
+    Connection* c = find_connection(pv.common.dst_conn_id.get(), TransportKind::kMetaRoCE);
+    if (!c) {
       counters_.drop_unknown_connection++;
       reply_unknown_connection(*v, pv);
       return;
     }
-    if (it->second->config().peer_ip != v->flow.src_ip) {
+    if (c->config().peer_ip != v->flow.src_ip) {
       counters_.drop_wrong_peer++;
       return;
     }
-    it->second->on_metaroce_packet(*v, pv, now);
-    touched(*it->second);
+    c->on_metaroce_packet(*v, pv, now);
+    touched(*c);
     return;
   }
   if (v->flow.dst_port == wire::rocev2::kUdpPort) {
@@ -306,17 +302,17 @@ void Endpoint::on_frame(std::span<const uint8_t> frame, Nanos now) {
       return;
     }
     const uint32_t qpn = wire::load_be24(v->payload.data() + 5);
-    auto it = by_qpn_.find(qpn);
-    if (it == by_qpn_.end()) {
+    Connection* c = find_connection(qpn, TransportKind::kRoCEv2);
+    if (!c) {
       counters_.drop_unknown_connection++;
       return;
     }
-    if (it->second->config().peer_ip != v->flow.src_ip) {
+    if (c->config().peer_ip != v->flow.src_ip) {
       counters_.drop_wrong_peer++;
       return;
     }
-    it->second->on_packet(*v, frame, now);
-    touched(*it->second);
+    c->on_packet(*v, frame, now);
+    touched(*c);
     return;
   }
   counters_.drop_not_ours++;

@@ -20,8 +20,9 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "metaroce/transport/connection_schedule.h"
 #include "metaroce/transport/memory.h"
@@ -217,8 +218,13 @@ class Endpoint {
   MemoryTable memory_;
   EndpointCounters counters_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::unordered_map<uint32_t, Connection*> by_id_;       // MetaRoCE conn ids
-  std::unordered_map<uint32_t, Connection*> by_qpn_;      // RoCEv2 QP numbers
+  // Every connection by its local_id (a MetaRoCE connection id or a RoCEv2
+  // QP number: one id space). Open addressing: one lookup per frame received
+  // and per post, and at thousands of connections a node-based map's pointer
+  // chase was a cache miss each time.
+  absl::flat_hash_map<uint32_t, Connection*> by_id_;
+  Connection* find_connection(uint32_t id) const;
+  Connection* find_connection(uint32_t id, TransportKind kind) const;
   std::vector<Completion> cq_;
   size_t cq_head_ = 0, cq_count_ = 0;
   size_t tx_rr_ = 0;  // round-robin cursor over connections: after the last one that sent
