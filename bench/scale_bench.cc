@@ -285,6 +285,10 @@ int main(int argc, char** argv) {
       std::printf("%-16s error: %s\n", c.name.c_str(), j.value("error", std::string("no result")).c_str());
       ++failed;
     } else {
+      if (!j["verified"].get<bool>()) {
+        std::printf("%-16s data check FAILED: a connection's bytes differed or a WRITE failed\n", c.name.c_str());
+        ++failed;
+      }
       const double rss = j["peak_rss_bytes"].get<double>();
       j["rss_per_connection_bytes"] = rss / c.connections;
       std::printf("%-16s %6u %6u %6u %8.2f %12llu %12.0f %8.2f %10.1f %10.0f %8.1f %6.3f\n", c.name.c_str(), c.hosts,
