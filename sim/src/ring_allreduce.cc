@@ -61,15 +61,7 @@ RingAllReduceWorkload::RingAllReduceWorkload(Simulator& sim, std::vector<transpo
   // windows hold different bytes and a misplaced WRITE shows.
   windows_ = static_cast<uint32_t>(2 * n + 1);
   pattern_.resize(size_t{chunk_} + 8 * size_t{windows_});
-  uint64_t x = cfg_.seed * 0x9E3779B97F4A7C15ull | 1;
-  for (size_t b = 0; b + 8 <= pattern_.size(); b += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(pattern_.data() + b, &x, 8);
-  }
-  for (size_t b = pattern_.size() & ~size_t{7}; b < pattern_.size(); ++b)
-    pattern_[b] = static_cast<uint8_t>(x >> (8 * (b % 8)));
+  fill_random_pattern(pattern_, cfg_.seed);
   dst_region_.assign(n * 2 * size_t{chunk_}, 0xEE);
 
   int max_host = 0;
@@ -238,13 +230,6 @@ void RingAllReduceWorkload::on_completion(int host, const transport::Completion&
   try_post((i + 1) % static_cast<uint32_t>(positions_.size()));
 }
 
-uint64_t RingAllReduceWorkload::bytes_between(Nanos from, Nanos to) const {
-  auto at = [&](Nanos t) -> uint64_t {
-    auto it = std::upper_bound(samples_.begin(), samples_.end(), t,
-                               [](Nanos v, const Sample& s) { return v < s.at; });
-    return it == samples_.begin() ? 0 : std::prev(it)->bytes;
-  };
-  return at(to) - at(from);
-}
+uint64_t RingAllReduceWorkload::bytes_between(Nanos from, Nanos to) const { return sim::bytes_between(samples_, from, to); }
 
 }  // namespace metaroce::sim

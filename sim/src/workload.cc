@@ -22,14 +22,7 @@ WriteWorkload::WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_h
   // differ. The pattern is random and aperiodic: windows at different offsets
   // differ, so bytes placed in the wrong slot or at the wrong offset show.
   pattern_.resize(cfg_.message_bytes + 16 * total_slots);
-  uint64_t x = cfg_.seed * 0x9E3779B97F4A7C15ull | 1;
-  for (size_t i = 0; i + 8 <= pattern_.size(); i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(pattern_.data() + i, &x, 8);
-  }
-  for (size_t i = pattern_.size() & ~size_t{7}; i < pattern_.size(); ++i) pattern_[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+  fill_random_pattern(pattern_, cfg_.seed);
   dst_region_.assign(total_slots * cfg_.message_bytes, 0xEE);
   if (!pattern_.empty())
     src_key_ = *src_.register_memory(pattern_.data(), pattern_.size(), transport::kAccessLocalWrite);
@@ -132,13 +125,25 @@ std::vector<uint64_t> WriteWorkload::bytes_by_connection() const {
   return out;
 }
 
-uint64_t WriteWorkload::bytes_between(Nanos from, Nanos to) const {
+void fill_random_pattern(std::vector<uint8_t>& bytes, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull | 1;
+  for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(bytes.data() + i, &x, 8);
+  }
+  for (size_t i = bytes.size() & ~size_t{7}; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+}
+
+uint64_t bytes_between(const std::vector<Sample>& samples, Nanos from, Nanos to) {
   auto at = [&](Nanos t) -> uint64_t {
-    auto it = std::upper_bound(samples_.begin(), samples_.end(), t,
-                               [](Nanos v, const Sample& s) { return v < s.at; });
-    return it == samples_.begin() ? 0 : std::prev(it)->bytes;
+    auto it = std::upper_bound(samples.begin(), samples.end(), t, [](Nanos v, const Sample& s) { return v < s.at; });
+    return it == samples.begin() ? 0 : std::prev(it)->bytes;
   };
   return at(to) - at(from);
 }
+
+uint64_t WriteWorkload::bytes_between(Nanos from, Nanos to) const { return sim::bytes_between(samples_, from, to); }
 
 }  // namespace metaroce::sim

@@ -13,23 +13,15 @@
 #include "metaroce/capture/pcapng.h"
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
+#include "parse_helpers.h"
 
 namespace metaroce::scenario {
 namespace {
 
-Scenario parse_ok(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_TRUE(s.has_value()) << err;
-  return s ? *s : Scenario{};
-}
+using test::error_of;
+using test::parse_ok;
 
-std::string error_of(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_FALSE(s.has_value()) << "parsed, expected an error";
-  return err;
-}
+
 
 // Lines 1-7; the first event is on line 8.
 const std::string kHead = R"(name: t

@@ -13,10 +13,14 @@
 
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
+#include "parse_helpers.h"
 #include "metaroce/scenario/sim_backend.h"
 
 namespace metaroce::scenario {
 namespace {
+
+using test::error_of;
+using test::parse_ok;
 
 std::string scenario_with(const std::string& topology, const std::string& jobs, const std::string& rest = "") {
   return "name: c\ndescription: collective\nseed: 7\ntopology: " + topology +
@@ -24,18 +28,17 @@ std::string scenario_with(const std::string& topology, const std::string& jobs, 
          "sim: {time_scale: 0.005}\n";
 }
 
-Scenario parse_ok(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_TRUE(s.has_value()) << err;
-  return s ? *s : Scenario{};
-}
 
-std::string error_of(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_FALSE(s.has_value()) << yaml;
-  return err;
+
+// Runs the scenario; every run must have ended done with its data verified.
+Report run_all_done(const Scenario& s, size_t runs) {
+  const Report rep = run_scenario_sim(s, {}, 1);
+  EXPECT_EQ(rep.runs.size(), runs);
+  for (const RunResult& run : rep.runs) {
+    EXPECT_EQ(run.state, "done") << run.job << ": " << run.error;
+    EXPECT_TRUE(run.verified) << run.job << ": " << run.verification;
+  }
+  return rep;
 }
 
 std::set<std::pair<uint32_t, uint32_t>> pairs(const std::vector<Flow>& flows) {
@@ -168,12 +171,9 @@ TEST(CollectiveSim, AllToAllFiniteFlowsCompleteAndReportTheirDistribution) {
       "{hosts: 4, planes: 2, ecmp_links: 1}",
       "  - {name: m, pattern: all_to_all, size: 64K, messages: 20, queue_depth: 4, connections: 2}\n"
       "  - {name: r, pattern: all_to_all, transport: rocev2, size: 64K, messages: 20, queue_depth: 4, connections: 2}\n"));
-  const Report rep = run_scenario_sim(s, {}, 1);
-  ASSERT_EQ(rep.runs.size(), 2u);
+  const Report rep = run_all_done(s, 2);
   for (const RunResult& run : rep.runs) {
     SCOPED_TRACE(run.job);
-    EXPECT_EQ(run.state, "done") << run.error;
-    EXPECT_TRUE(run.verified) << run.verification;
     EXPECT_EQ(run.messages, 12u * 2 * 20);
     EXPECT_EQ(run.bytes, 12ull * 2 * 20 * 65536);
     EXPECT_EQ(run.connection_bytes.size(), 24u);
@@ -210,12 +210,9 @@ TEST(CollectiveSim, RingAllReduceIterationsCompleteWithTheirTimes) {
                                             "  - {name: m, pattern: ring_allreduce, size: 1M, messages: 5, connections: 2}\n"
                                             "  - {name: r, pattern: ring_allreduce, transport: rocev2, size: 1M, messages: 5, "
                                             "connections: 2}\n"));
-  const Report rep = run_scenario_sim(s, {}, 1);
-  ASSERT_EQ(rep.runs.size(), 2u);
+  const Report rep = run_all_done(s, 2);
   for (const RunResult& run : rep.runs) {
     SCOPED_TRACE(run.job);
-    EXPECT_EQ(run.state, "done") << run.error;
-    EXPECT_TRUE(run.verified) << run.verification;
     // 5 iterations x 4 hosts x 2 (n - 1) steps x a 256 KiB chunk, over 2 connections per hop.
     EXPECT_EQ(run.bytes, 5ull * 4 * 6 * (256 << 10));
     EXPECT_EQ(run.messages, 5ull * 4 * 6 * 2);
@@ -230,11 +227,9 @@ TEST(CollectiveSim, RingAllReduceIterationsCompleteWithTheirTimes) {
 TEST(CollectiveSim, IncastSharesTheReceiversLinksFairly) {
   const Scenario s = parse_ok(scenario_with("{hosts: 5, planes: 2, ecmp_links: 1}",
                                             "  - {name: i, pattern: incast, to: h0, size: 16K, paths: 2}\n"));
-  const Report rep = run_scenario_sim(s, {}, 1);
+  const Report rep = run_all_done(s, 1);
   ASSERT_EQ(rep.runs.size(), 1u);
   const RunResult& run = rep.runs[0];
-  EXPECT_EQ(run.state, "done") << run.error;
-  EXPECT_TRUE(run.verified) << run.verification;
   ASSERT_EQ(run.connection_bytes.size(), 4u);
   const double capacity = 2 * 25e9;  // the receiver's two downlinks
   EXPECT_GT(run.goodput_bps / capacity, 0.8) << run.goodput_bps;

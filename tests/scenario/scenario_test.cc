@@ -8,24 +8,16 @@
 
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
+#include "parse_helpers.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::scenario {
 namespace {
 
-Scenario parse_ok(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_TRUE(s.has_value()) << err;
-  return s ? *s : Scenario{};
-}
+using test::error_of;
+using test::parse_ok;
 
-std::string error_of(const std::string& yaml) {
-  std::string err;
-  auto s = parse_scenario_yaml(yaml, "f.yaml", &err);
-  EXPECT_FALSE(s.has_value()) << "parsed, expected an error";
-  return err;
-}
+
 
 // Lines 1-6; tests append from line 7.
 const std::string kMinimal = R"(name: t

@@ -122,8 +122,7 @@ class RingAllReduceWorkload {
   std::vector<uint64_t> bytes_by_connection() const { return bytes_by_conn_; }
   // Cumulative bytes at completion times (one sample per completed WRITE).
   const std::vector<Sample>& samples() const { return samples_; }
-  // Payload bytes completed after from, up to and including to (as
-  // WriteWorkload::bytes_between computes it).
+  // Payload bytes completed in (from, to] (sim::bytes_between).
   uint64_t bytes_between(Nanos from, Nanos to) const;
   // Start-to-finish time of every completed iteration (from its start to the
   // last position's last step), in order; empty unless cfg.record_latency.

@@ -59,6 +59,15 @@ struct Sample {
   uint64_t bytes;  // cumulative payload bytes completed and verified
 };
 
+// Fills `bytes` with a random, aperiodic pattern from `seed` (xorshift64):
+// windows at different offsets differ, so a WRITE read from the wrong offset
+// or placed at the wrong one shows.
+void fill_random_pattern(std::vector<uint8_t>& bytes, uint64_t seed);
+
+// Payload bytes completed after `from` up to and including `to`, from
+// samples in completion order.
+uint64_t bytes_between(const std::vector<Sample>& samples, Nanos from, Nanos to);
+
 class WriteWorkload {
  public:
   WriteWorkload(Simulator& sim, transport::Endpoint& src, int src_host, transport::Endpoint& dst,
@@ -95,7 +104,7 @@ class WriteWorkload {
   std::vector<uint64_t> bytes_by_connection() const;
   // Cumulative bytes at completion times (one sample per completion).
   const std::vector<Sample>& samples() const { return samples_; }
-  // Payload bytes completed in [from, to).
+  // Payload bytes completed in (from, to] (sim::bytes_between).
   uint64_t bytes_between(Nanos from, Nanos to) const;
   // Post-to-completion time of every successful message, in completion order
   // (empty unless cfg.record_latency).
