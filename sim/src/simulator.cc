@@ -81,6 +81,7 @@ Simulator::~Simulator() = default;
 int Simulator::add_host(transport::Endpoint* ep) {
   hosts_.push_back(ep);
   wake_at_.push_back(transport::kNever);
+  egress_ready_at_.resize(hosts_.size() * fabric_.planes(), 0);
   return static_cast<int>(hosts_.size() - 1);
 }
 
@@ -127,7 +128,7 @@ void Simulator::service(int host) {
   const auto ready_planes = [&] {
     uint64_t ready = 0;
     for (size_t p = 0; p < planes; ++p)
-      if (fabric_.egress_ready(host, static_cast<uint8_t>(p), now_)) ready |= 1ull << p;
+      if (egress_ready(host, p)) ready |= 1ull << p;
     return ready;
   };
   while (true) {
@@ -142,6 +143,7 @@ void Simulator::service(int host) {
       if (frame_observer_)
         frame_observer_({FrameEvent::Kind::kSent, now_, host, f.plane, emulator::DropCause::kNone, 0, {pk.data.data(), pk.len}});
       route(slots[sent++], fabric_.forward(host, f.plane, {pk.data.data(), pk.len}, now_), host, f.plane);
+      egress_ready_at_[static_cast<size_t>(host) * planes + f.plane] = fabric_.egress_ready_at(host, f.plane, now_);
     });
     for (size_t i = n; i < kBurst; ++i) free_packets_.push_back(slots[i]);
     if (n < kBurst) break;
@@ -156,8 +158,8 @@ void Simulator::service(int host) {
   Nanos drained = transport::kNever;
   bool any_ready = false;
   for (size_t p = 0; p < planes; ++p) {
-    if (fabric_.egress_ready(host, static_cast<uint8_t>(p), now_)) any_ready = true;
-    else drained = std::min(drained, fabric_.egress_ready_at(host, static_cast<uint8_t>(p), now_));
+    if (egress_ready(host, p)) any_ready = true;
+    else drained = std::min(drained, egress_ready_at_[static_cast<size_t>(host) * planes + p]);
   }
   const Nanos next = any_ready ? std::min(ep.next_deadline(), drained) : drained;
   if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));
