@@ -9,7 +9,10 @@ other flags, e.g. --peer-host), and the file each pod reads exists:
 - a DaemonSet's pod reads $(NODE_NAME).yaml (spec.nodeName): a file per
   server; which nodes exist only a cluster knows, so the endpoint files are
   checked against the fabric's config instead: one per fabric host, each
-  endpoint MAC a different one of the fabric's host_macs, names unique.
+  endpoint MAC a different one of the fabric's host_macs, names unique, and
+  each endpoint sending at the fabric's host-link rate (endpoint.port_rate_bps
+  equal to fabric.port.rate_bps, as the values metaroced resolves them, so a
+  rate left to its default counts as that default).
 Every $(VAR) in a container's command and args is one of its env entries
 (Kubernetes leaves an unknown reference as it is, silently).
 The configs name the Secret mounts under /etc/metaroce/; check-config reads
@@ -95,9 +98,11 @@ with tempfile.TemporaryDirectory() as tmp:
                         key = f'{o["metadata"]["name"]}-{i}.yaml'
                         if key not in data:
                             failures.append(f"{golden}: pod {key[:-5]} reads {key}, which ConfigMap {cm} does not have")
-        # The endpoint servers' configs against the fabric's: one per host, each its own MAC and name.
+        # The endpoint servers' configs against the fabric's: one per host, each its own MAC and name,
+        # each paced at the fabric's host-link rate.
         for fabric in (c["fabric"] for c in fabric_configs if c.get("fabric")):
             macs = [m.lower() for m in fabric["host_macs"]]
+            host_link_bps = float(fabric["port"]["rate_bps"])
             if len(endpoint_configs) != fabric["hosts"]:
                 failures.append(f"{golden}: {len(endpoint_configs)} endpoint server configs, the fabric has "
                                 f"{fabric['hosts']} hosts")
@@ -111,6 +116,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 if ep["name"] in seen_names:
                     failures.append(f"{golden}: {key} and {seen_names[ep['name']]} have one name {ep['name']}")
                 seen_macs[mac], seen_names[ep["name"]] = key, key
+                if float(ep["endpoint"]["port_rate_bps"]) != host_link_bps:
+                    failures.append(f"{golden}: {key}: endpoint.port_rate_bps {ep['endpoint']['port_rate_bps']} is not "
+                                    f"the fabric's host-link rate port.rate_bps {fabric['port']['rate_bps']}")
 for f in failures:
     print("FAIL:", f)
 print(f"{checked} daemon configs checked with {metaroced} --check-config")
