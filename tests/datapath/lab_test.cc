@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,6 +30,31 @@ std::string parse_error(const std::string& yaml) {
   std::string error;
   EXPECT_FALSE(parse_lab_yaml(yaml, "t.yaml", &error).has_value()) << yaml;
   return error;
+}
+
+// A namespace a crashed test process left behind (its pid gone, nothing
+// inside) is removed; one of a live process stays. (Whoever sweeps first
+// removes it: another test process's first lab may, so only the outcome is
+// checked, not the count.)
+TEST(NetnsFixture, StaleNamespacesOfCrashedTestsAreRemoved) {
+  if (auto r = metaroce::testing::NetnsLab::skip_reason(); !r.empty()) GTEST_SKIP() << r;
+  using metaroce::testing::run_cmd;
+  // A number no live process's pid % 100000 is.
+  std::set<long> live;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string n = e.path().filename().string();
+    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) live.insert(std::stol(n) % 100000);
+  }
+  long dead = 99999;
+  while (live.count(dead)) --dead;
+  const std::string stale = "mr" + std::to_string(dead) + "x7t", mine = "mr" + std::to_string(getpid() % 100000) + "x97t";
+  ASSERT_EQ(run_cmd("ip netns add " + stale), 0);
+  ASSERT_EQ(run_cmd("ip netns add " + mine), 0);
+  metaroce::testing::NetnsLab::remove_stale_namespaces();
+  EXPECT_NE(run_cmd("ip netns pids " + stale), 0) << stale << " was left";
+  EXPECT_EQ(run_cmd("ip netns pids " + mine), 0) << mine << " (a live process's) was removed";
+  run_cmd("ip netns del " + stale);
+  run_cmd("ip netns del " + mine);
 }
 
 TEST(LabConfig, DefaultFileParses) {

@@ -2,7 +2,8 @@
 //
 // Names carry a per-process prefix so parallel runs never collide, and the
 // destructor removes every namespace it made (a namespace removal also
-// removes its veth ends). Tests that need it call NetnsLab::skip_reason()
+// removes its veth ends); a process's first lab removes those of test
+// processes that crashed before their destructors ran. Tests that need it call NetnsLab::skip_reason()
 // first and GTEST_SKIP() with that reason when the machine cannot do it
 // (not root, no `ip`, no netns support).
 #pragma once
@@ -11,8 +12,11 @@
 #include <unistd.h>
 #include <fcntl.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,7 +42,37 @@ class NetnsLab {
     return {};
   }
 
-  NetnsLab() : prefix_("mr" + std::to_string(getpid() % 100000) + "x" + std::to_string(counter()++)) {}
+  NetnsLab() : prefix_("mr" + std::to_string(getpid() % 100000) + "x" + std::to_string(counter()++)) {
+    static const int swept = remove_stale_namespaces();  // once per process, before its first lab
+    (void)swept;
+  }
+
+  // Namespaces a test process made and never removed because it crashed (no
+  // destructor ran): named mr<pid % 100000>x<n>..., no process inside, and no
+  // live process whose pid % 100000 is that number. Removes them; returns how
+  // many. Names of live processes and namespaces with a process in them (a
+  // daemon the crashed test left running) are never touched.
+  static int remove_stale_namespaces() {
+    std::set<long> live;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) live.insert(std::stol(name) % 100000);
+    }
+    int removed = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
+      const std::string name = e.path().filename().string();
+      size_t digits = 2;
+      while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) ++digits;
+      if (name.rfind("mr", 0) != 0 || digits == 2 || digits >= name.size() - 1 || name[digits] != 'x' ||
+          !std::isdigit(static_cast<unsigned char>(name[digits + 1])))
+        continue;
+      if (digits - 2 > 5 || live.count(std::stol(name.substr(2, digits - 2)))) continue;
+      if (run_cmd("test -z \"$(ip netns pids " + name + ")\"") != 0) continue;
+      if (run_cmd("ip netns del " + name) == 0) ++removed;
+    }
+    return removed;
+  }
   ~NetnsLab() {
     for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) run_cmd("ip netns del " + *it);
   }
