@@ -22,6 +22,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "metaroce/sim/ring_allreduce.h"
 #include "metaroce/sim/workload.h"
 
 namespace metaroce::scenario {
@@ -1098,7 +1099,7 @@ std::string check_runnable(const Scenario& s, bool live) {
       const double size = largest("message_bytes", j->message_bytes), conns = largest("connections", j->connections);
       const double flows = static_cast<double>(job_flow_count(s, *j));
       if (j->pattern == Pattern::kRingAllReduce) {
-        bytes += 3 * size;  // a source pattern and two destination slots per host of a chunk each (sim/ring_allreduce.h)
+        bytes += static_cast<double>(sim::RingAllReduceWorkload::buffer_bytes_for(flows, static_cast<uint32_t>(size)));
         continue;
       }
       sim::WriteWorkloadConfig wc;
@@ -1117,10 +1118,15 @@ std::string check_runnable(const Scenario& s, bool live) {
   return {};
 }
 
+namespace {
+// A host's index (Scenario::host_order) by name; the parser has checked it exists.
+uint32_t host_index(const Scenario& s, const std::string& name) {
+  return static_cast<uint32_t>(std::find(s.host_order.begin(), s.host_order.end(), name) - s.host_order.begin());
+}
+}  // namespace
+
 std::vector<uint32_t> job_hosts(const Scenario& s, const Job& j) {
-  auto index = [&](const std::string& name) {
-    return static_cast<uint32_t>(std::find(s.host_order.begin(), s.host_order.end(), name) - s.host_order.begin());
-  };
+  const auto index = [&s](const std::string& name) { return host_index(s, name); };
   std::vector<uint32_t> out;
   if (j.pattern == Pattern::kPair) return {index(j.from), index(j.to)};
   if (!j.among.empty()) {
@@ -1165,7 +1171,7 @@ std::vector<Flow> job_flows(const Scenario& s, const Job& j) {
       break;
     }
     case Pattern::kIncast: {
-      const uint32_t dst = static_cast<uint32_t>(std::find(s.host_order.begin(), s.host_order.end(), j.to) - s.host_order.begin());
+      const uint32_t dst = host_index(s, j.to);
       for (uint32_t a : set) out.push_back({a, dst});
       break;
     }

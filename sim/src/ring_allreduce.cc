@@ -52,7 +52,7 @@ RingAllReduceWorkload::RingAllReduceWorkload(Simulator& sim, std::vector<transpo
       throw std::invalid_argument(conns_field(i) + ": connection " + std::to_string(*dup) + " listed twice");
   }
 
-  chunk_ = static_cast<uint32_t>((uint64_t{cfg_.buffer_bytes} + n - 1) / n);
+  chunk_ = chunk_bytes_for(n, cfg_.buffer_bytes);
   steps_ = static_cast<uint32_t>(2 * (n - 1));
   // Position i at global step g reads window (g x n + i) mod (2n + 1): the
   // positions of one step read different windows, and the WRITEs into one
@@ -62,7 +62,7 @@ RingAllReduceWorkload::RingAllReduceWorkload(Simulator& sim, std::vector<transpo
   windows_ = static_cast<uint32_t>(2 * n + 1);
   pattern_.resize(size_t{chunk_} + 8 * size_t{windows_});
   fill_random_pattern(pattern_, cfg_.seed);
-  dst_region_.assign(n * 2 * size_t{chunk_}, 0xEE);
+  dst_region_.assign(n * 2 * size_t{chunk_}, 0xEE);  // buffer_bytes_for's terms, allocated
 
   int max_host = 0;
   for (int h : ring_hosts) max_host = std::max(max_host, h);

@@ -143,7 +143,7 @@ void Simulator::service(int host) {
       if (frame_observer_)
         frame_observer_({FrameEvent::Kind::kSent, now_, host, f.plane, emulator::DropCause::kNone, 0, {pk.data.data(), pk.len}});
       route(slots[sent++], fabric_.forward(host, f.plane, {pk.data.data(), pk.len}, now_), host, f.plane);
-      egress_ready_at_[static_cast<size_t>(host) * planes + f.plane] = fabric_.egress_ready_at(host, f.plane, now_);
+      egress_ready_at(host, f.plane) = fabric_.egress_ready_at(host, f.plane, now_);
     });
     for (size_t i = n; i < kBurst; ++i) free_packets_.push_back(slots[i]);
     if (n < kBurst) break;
@@ -159,7 +159,7 @@ void Simulator::service(int host) {
   bool any_ready = false;
   for (size_t p = 0; p < planes; ++p) {
     if (egress_ready(host, p)) any_ready = true;
-    else drained = std::min(drained, egress_ready_at_[static_cast<size_t>(host) * planes + p]);
+    else drained = std::min(drained, egress_ready_at(host, p));
   }
   const Nanos next = any_ready ? std::min(ep.next_deadline(), drained) : drained;
   if (next != transport::kNever) schedule_wake(host, std::max(next, now_ + 1));

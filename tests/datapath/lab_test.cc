@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -40,11 +39,7 @@ TEST(NetnsFixture, StaleNamespacesOfCrashedTestsAreRemoved) {
   if (auto r = metaroce::testing::NetnsLab::skip_reason(); !r.empty()) GTEST_SKIP() << r;
   using metaroce::testing::run_cmd;
   // A number no live process's pid % 100000 is.
-  std::set<long> live;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string n = e.path().filename().string();
-    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) live.insert(std::stol(n) % 100000);
-  }
+  const std::set<long> live = metaroce::testing::NetnsLab::live_pid_numbers();
   long dead = 99999;
   while (live.count(dead)) --dead;
   const std::string stale = "mr" + std::to_string(dead) + "x7t", mine = "mr" + std::to_string(getpid() % 100000) + "x97t";

@@ -53,12 +53,8 @@ class NetnsLab {
   // many. Names of live processes and namespaces with a process in them (a
   // daemon the crashed test left running) are never touched.
   static int remove_stale_namespaces() {
-    std::set<long> live;
+    const std::set<long> live = live_pid_numbers();
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) live.insert(std::stol(name) % 100000);
-    }
     int removed = 0;
     for (const auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
       const std::string name = e.path().filename().string();
@@ -108,6 +104,17 @@ class NetnsLab {
   static int exec(const std::string& ns, const std::string& cmd) { return run_cmd("ip netns exec " + ns + " " + cmd); }
 
   const std::string& prefix() const { return prefix_; }
+
+  // pid % 100000 of every live process: the number a lab prefix carries.
+  static std::set<long> live_pid_numbers() {
+    std::set<long> live;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) live.insert(std::stol(name) % 100000);
+    }
+    return live;
+  }
 
  private:
   static int& counter() {

@@ -222,6 +222,8 @@ TEST(RingAllReduce, ASlowHopSlowsEveryStepOfTheRing) {
   std::printf("ring all-reduce, 4 hosts: iteration %.1f us, with one hop 50 us slower %.1f us "
               "(+%.1f, 6 steps x 50 = 300)\n",
               fast / 1e3, slow / 1e3, (slow - fast) / 1e3);
+  // Within 10 %: the slower hop also shifts where the ring's frames meet in
+  // the links' queues; a ring that did not wait would be off by whole steps.
   EXPECT_NEAR(static_cast<double>(slow - fast), kSteps * kExtra, 0.1 * kSteps * kExtra);
   // Position 1 sends over the slow hop, every step 50 us later than the one
   // before; position 1 + d, d hops downstream, forwards position 1's step
@@ -308,6 +310,7 @@ TEST(RingAllReduce, StopPostsNothingMore) {
   const uint64_t messages = w->messages_completed();
   ring.sim->run_until(10'000'000);
   EXPECT_EQ(w->messages_completed(), messages);
+  // At most the iteration in flight at stop() ends, if its last step was posted.
   EXPECT_LE(w->iterations_completed(), iterations + 1);
   EXPECT_EQ(w->verify_failures(), 0u);
   EXPECT_EQ(w->error_completions(), 0u);

@@ -37,6 +37,7 @@
 // entry per WRITE and per iteration, as WriteWorkload's do.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -110,8 +111,18 @@ class RingAllReduceWorkload {
   // cfg.iterations completed (never with cfg.iterations = 0).
   bool done() const { return cfg_.iterations != 0 && iterations_ >= cfg_.iterations; }
   // Payload buffers allocated (source pattern + destination slots), fixed
-  // from construction.
+  // from construction: buffer_bytes_for(positions, cfg.buffer_bytes).
   uint64_t buffer_bytes() const { return pattern_.size() + dst_region_.size(); }
+  // The chunk a step moves, and the payload buffers a ring of n positions
+  // allocates: one pattern of a chunk + 8 B per window (2n + 1 windows) and
+  // two destination slots of a chunk per position.
+  static uint32_t chunk_bytes_for(size_t n, uint32_t buffer_bytes) {
+    return static_cast<uint32_t>(std::max<uint64_t>(1, (uint64_t{buffer_bytes} + n - 1) / n));
+  }
+  static uint64_t buffer_bytes_for(size_t n, uint32_t buffer_bytes) {
+    const uint64_t chunk = chunk_bytes_for(n, buffer_bytes);
+    return chunk + 8 * (2 * n + 1) + n * 2 * chunk;
+  }
   // Completions any one endpoint can hold at once for this workload: a
   // position has one step outstanding at a time, one WRITE per connection,
   // and WRITEs complete only at the sender; each endpoint is one position.

@@ -196,9 +196,10 @@ class Simulator {
   // every frame of a burst on every plane, this reads one word instead of
   // draining each plane's link.
   std::vector<Nanos> egress_ready_at_;
-  bool egress_ready(int host, size_t plane) const {
-    return now_ >= egress_ready_at_[static_cast<size_t>(host) * fabric_.planes() + plane];
+  Nanos& egress_ready_at(int host, size_t plane) {
+    return egress_ready_at_[static_cast<size_t>(host) * fabric_.planes() + plane];
   }
+  bool egress_ready(int host, size_t plane) { return now_ >= egress_ready_at(host, plane); }
   Nanos now_ = 0;
   size_t frame_capacity_ = wire::kMaxFrameBytes;
   uint64_t seq_ = 0, events_ = 0, wakes_ = 0;
