@@ -1,6 +1,7 @@
 #include "scenario_live.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,13 @@ ms::DaemonCounters read_counters(Client& c, const std::string& name) {
   return out;
 }
 
+// A daemon's effective configuration (Daemon.GetConfig), as JSON.
+nlohmann::json daemon_config(Client& c) {
+  const auto config = c.call<v1::DaemonConfig>(
+      "Daemon.GetConfig", [&](auto* ctx, auto* r) { return c.daemon().GetConfig(ctx, v1::GetConfigRequest{}, r); });
+  return nlohmann::json::parse(config.json(), nullptr, /*allow_exceptions=*/false);
+}
+
 // The live daemons as a backend of the scenario engine: the fabric daemon
 // takes the run's changes (Fabric.Reset, Fabric.Set, Fabric.LoadTimeline),
 // the source hosts' daemons its jobs (Traffic.Start), and the run goes on in
@@ -70,7 +78,47 @@ class LiveBackend final : public ms::Backend {
     if (planes_ < s.planes)
       throw UsageError(fmt::format("topology.planes: the scenario needs {} planes, the fabric daemon at {} has {}",
                                    s.planes, s.fabric, planes_));
+    check_deployment();
   }
+  // Host links and pacing are set when the daemons start; a deployment
+  // whose values differ from the scenario's would run another fabric under
+  // the same file, so it is refused before anything changes, every
+  // difference named (scripts/run-scenario.sh starts daemons that agree).
+  void check_deployment() {
+    const auto field = [](const nlohmann::json& j, std::initializer_list<const char*> path) -> const nlohmann::json* {
+      const nlohmann::json* at = &j;
+      for (const char* key : path) {
+        if (!at->is_object() || !at->contains(key)) return nullptr;
+        at = &(*at)[key];
+      }
+      return at->is_number() ? at : nullptr;
+    };
+    const nlohmann::json fc = daemon_config(fabric_);
+    const auto* rate = field(fc, {"fabric", "port", "rate_bps"});
+    const auto* queue = field(fc, {"fabric", "port", "queue_limit_bytes"});
+    const auto* ecn = field(fc, {"fabric", "port", "ecn_threshold_bytes"});
+    if (!rate || !queue || !ecn)
+      throw UsageError(fmt::format("fabric: the daemon at {} reports no fabric.port settings (Daemon.GetConfig): "
+                                   "is it a fabric daemon?", s_.fabric));
+    ms::DeployedHostLinks links{s_.fabric, rate->get<double>(), queue->get<uint32_t>(), ecn->get<uint32_t>()};
+    std::vector<ms::DeployedEndpoint> endpoints;
+    for (const std::string& name : s_.host_order) {
+      const nlohmann::json ec = daemon_config(*hosts_.at(name));
+      const auto* pace = field(ec, {"endpoint", "port_rate_bps"});
+      if (!pace)
+        throw UsageError(fmt::format("hosts.{}: the daemon at {} reports no endpoint settings (Daemon.GetConfig): "
+                                     "is it an endpoint daemon?", name, s_.hosts.at(name)));
+      endpoints.push_back({name, s_.hosts.at(name), pace->get<double>()});
+    }
+    const std::vector<std::string> problems = ms::deployment_mismatches(s_, links, endpoints);
+    if (problems.empty()) return;
+    std::string text = "the live daemons were started for another fabric than this scenario's, so its results "
+                       "would not mean what the simulator's do:";
+    for (const std::string& p : problems) text += "\n  - " + p;
+    text += "\n  start the daemons with these values (scripts/run-scenario.sh writes such configs), or run --sim";
+    throw UsageError(text);
+  }
+
   ~LiveBackend() override {
     try {
       reset();  // leave the fabric as the daemon's configuration made it

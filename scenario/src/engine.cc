@@ -241,6 +241,32 @@ LinkSettings link_base(const Scenario& s) {
   return b;
 }
 
+std::vector<std::string> deployment_mismatches(const Scenario& s, const DeployedHostLinks& fabric,
+                                               const std::vector<DeployedEndpoint>& endpoints) {
+  std::vector<std::string> out;
+  const LinkSettings base = link_base(s);
+  const double rate = s.link_rate_bps();
+  // Rates are written as decimals in YAML ("200e6", "200M"): equal to a part in a million.
+  const auto same_rate = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b)); };
+  const std::string where = "fabric daemon " + fabric.daemon + ": ";
+  if (!same_rate(fabric.rate_bps, rate))
+    out.push_back(where + "fabric.port.rate_bps is " + units::format_rate(fabric.rate_bps) +
+                  ", the scenario's host links run at " + units::format_rate(rate) + " (base.rate)");
+  if (fabric.queue_limit_bytes != *base.queue_limit_bytes)
+    out.push_back(where + "fabric.port.queue_limit_bytes is " + std::to_string(fabric.queue_limit_bytes) +
+                  ", the scenario's links drop above " + std::to_string(*base.queue_limit_bytes) + " (base.queue_limit)");
+  if (fabric.ecn_threshold_bytes != *base.ecn_threshold_bytes)
+    out.push_back(where + "fabric.port.ecn_threshold_bytes is " + std::to_string(fabric.ecn_threshold_bytes) +
+                  ", the scenario's links mark at " + std::to_string(*base.ecn_threshold_bytes) + " (base.ecn_threshold)");
+  for (const DeployedEndpoint& e : endpoints)
+    if (!same_rate(e.port_rate_bps, rate))
+      out.push_back("host " + e.host + " (" + e.daemon + "): endpoint.port_rate_bps is " +
+                    (e.port_rate_bps > 0 ? units::format_rate(e.port_rate_bps) : std::string("0 (not paced)")) +
+                    ", it must be the host links' rate " + units::format_rate(rate) +
+                    " (an endpoint sends at its NIC's rate, as in the simulator)");
+  return out;
+}
+
 double jain_index(const std::vector<uint64_t>& x) {
   if (x.empty()) return std::numeric_limits<double>::quiet_NaN();
   double sum = 0, squares = 0;

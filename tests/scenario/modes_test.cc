@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "metaroce/daemon/config.h"
 #include "metaroce/daemon/fabric_api.h"
 #include "metaroce/scenario/engine.h"
 #include "metaroce/scenario/scenario.h"
@@ -297,6 +300,66 @@ timeline:
   EXPECT_EQ(second[1].daemon, "b");
   EXPECT_EQ(second[2].daemon, "c");
   EXPECT_EQ(second[2].start.spec().file(), "02-r-plane-2-down-c.pcapng");
+}
+
+// Host links and pacing are fixed when live daemons start: a deployment with
+// other values is refused, every field named with both values.
+TEST(ScenarioModes, DeploymentWithOtherHostLinksIsNamedFieldByField) {
+  std::string err;
+  const auto s = parse_scenario_yaml(R"(name: d
+description: host links at 200M, marking at 64K
+topology: {hosts: 2, planes: 4}
+hosts: {a: "unix:///a", b: "unix:///b"}
+fabric: "unix:///f"
+base: {rate: 200M, ecn_threshold: 64K}
+duration: 1s
+jobs: [{name: m, from: a, to: b}]
+)", "d.yaml", &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  const DeployedHostLinks agreeing{"fabric:7443", 200e6, kDefaultQueueLimitBytes, 64u << 10};
+  EXPECT_TRUE(deployment_mismatches(*s, agreeing, {{"a", "a:7443", 200e6}, {"b", "b:7443", 200e6}}).empty());
+
+  const DeployedHostLinks other{"fabric:7443", 10e9, 1u << 20, 0};
+  const auto problems = deployment_mismatches(*s, other, {{"a", "a:7443", 200e6}, {"b", "b:7443", 0}});
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_EQ(problems[0], "fabric daemon fabric:7443: fabric.port.rate_bps is 10G, the scenario's host links run at 200M (base.rate)");
+  EXPECT_EQ(problems[1], "fabric daemon fabric:7443: fabric.port.queue_limit_bytes is 1048576, the scenario's links drop above "
+                         "4194304 (base.queue_limit)");
+  EXPECT_EQ(problems[2], "fabric daemon fabric:7443: fabric.port.ecn_threshold_bytes is 0, the scenario's links mark at 65536 "
+                         "(base.ecn_threshold)");
+  EXPECT_EQ(problems[3], "host b (b:7443): endpoint.port_rate_bps is 0 (not paced), it must be the host links' rate 200M "
+                         "(an endpoint sends at its NIC's rate, as in the simulator)");
+}
+
+// The Kubernetes deployment's daemon configs are set up for the scenario its
+// Job runs, so that Job runs the simulator's fabric and is not refused.
+TEST(ScenarioModes, KubernetesDaemonsAgreeWithTheirScenarioJob) {
+  const std::filesystem::path root(METAROCE_SOURCE_DIR);
+  const auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string job = read(root / "deploy/k8s/base/scenario-job.yaml");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(job, m, std::regex(R"(/usr/share/metaroce/(configs/scenarios/[a-z0-9-]+\.yaml))")));
+  std::string err;
+  const auto s = load_scenario_file((root / m[1].str()).string(), &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  for (const char* dir : {"deploy/k8s/base/config", "deploy/k8s/overlays/dpdk/config"}) {
+    std::optional<DeployedHostLinks> fabric;
+    std::vector<DeployedEndpoint> endpoints;
+    for (const auto& e : std::filesystem::directory_iterator(root / dir)) {
+      const auto c = daemon::parse_daemon_yaml(read(e.path()), e.path().string(), &err);
+      ASSERT_TRUE(c.has_value()) << err;
+      if (c->fabric)
+        fabric = DeployedHostLinks{e.path().filename().string(), c->fabric->port.rate_bps, c->fabric->port.queue_limit_bytes,
+                                   c->fabric->port.ecn_threshold_bytes};
+      if (c->endpoint) endpoints.push_back({c->name, e.path().filename().string(), c->endpoint->port_rate_bps});
+    }
+    ASSERT_TRUE(fabric.has_value()) << dir;
+    ASSERT_EQ(endpoints.size(), 2u) << dir;
+    for (const std::string& p : deployment_mismatches(*s, *fabric, endpoints)) ADD_FAILURE() << dir << ": " << p;
+  }
 }
 
 }  // namespace

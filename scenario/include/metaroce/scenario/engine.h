@@ -32,6 +32,31 @@ constexpr uint32_t kDefaultEcnThresholdBytes = 256u << 10;
 // queue limit and ECN threshold; ECMP links all of it).
 LinkSettings link_base(const Scenario& s);
 
+// What live daemons were started with that a run cannot change: the fabric
+// node's host links (daemon config fabric.port) and each endpoint's pacing
+// (endpoint.port_rate_bps, what its NIC would send at). Read from the
+// daemons' effective configurations (Daemon.GetConfig).
+struct DeployedHostLinks {
+  std::string daemon;                  // the fabric daemon's address, for messages
+  double rate_bps = 0;
+  uint32_t queue_limit_bytes = 0, ecn_threshold_bytes = 0;
+};
+struct DeployedEndpoint {
+  std::string host;                    // the scenario's host name
+  std::string daemon;                  // its daemon's address
+  double port_rate_bps = 0;            // 0: not paced
+};
+// Where a live deployment differs from the fabric the simulator builds for
+// this scenario (emulator_fabric with link_base's queue and ECN settings on
+// host ports, endpoints sending at the host links' rate). A run sets every
+// ECMP link itself, but host links and pacing are fixed when the daemons
+// start, so a deployment with other values would run a different fabric
+// under the same file. One message per difference, naming the daemon's
+// config field, its value and the value the scenario needs; empty when they
+// agree. A clos is simulator-only and has no live deployment.
+std::vector<std::string> deployment_mismatches(const Scenario& s, const DeployedHostLinks& fabric,
+                                               const std::vector<DeployedEndpoint>& endpoints);
+
 // One change of the fabric: the links `selector` names get the fields of
 // `set`, and/or go down or up, and/or start (period > 0) or stop (period 0,
 // which also brings the links up) flapping. Instants are scenario time from
