@@ -234,6 +234,9 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
         add("link_corruptions_total", lb, k.corruptions, "Packets corrupted");
         add("link_up", lb, l.up ? 1 : 0, "1 when the link is up", false);
         add("link_delay_p99_seconds", lb, static_cast<double>(l.p99_ns) / 1e9, "99th percentile one-way delay", false);
+        add("link_queue_bytes", lb, static_cast<double>(l.backlog_bytes), "Bytes queued on the link now", false);
+        add("link_queue_high_water_bytes", lb, static_cast<double>(k.queue_high_water_bytes),
+            "Deepest the link's queue has been since the fabric started or was reset", false);
       }
       add("fabric_timeline_pending", {}, snap.timeline_pending, "Timeline events not yet applied", false);
     }

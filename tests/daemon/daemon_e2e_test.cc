@@ -110,6 +110,20 @@ TEST(DaemonE2E, WriteJobUnderOnePercentLossIsVerified) {
   EXPECT_GT(num(r["result"]["retransmits"]), 0u) << "1% loss must show as retransmits";
   EXPECT_GE(r["result"]["intervals"].size(), 3u);
   EXPECT_EQ(r["result"]["paths"].size(), 4u);
+  // Queue depth on /metrics and GetCounters: the job's 16 WRITEs in flight
+  // queued at some ECMP link, and the gauge of the bytes queued now exists
+  // for every link (dashboard "Queueing").
+  const Ctl queues = lab.ctl("fab", {"-o", "json", "counters", "--filter", "link_queue"});
+  ASSERT_EQ(queues.status, 0) << queues.err;
+  double deepest = 0;
+  size_t now_series = 0;
+  const json queue_counters = queues.j();
+  for (const json& k : queue_counters["counters"]) {
+    if (k["name"] == "link_queue_high_water_bytes") deepest = std::max(deepest, k.value("value", 0.0));
+    if (k["name"] == "link_queue_bytes") ++now_series;
+  }
+  EXPECT_GT(deepest, 0.0) << queues.out;
+  EXPECT_GT(now_series, 0u) << queues.out;
   // The human output: perftest's table header.
   const Ctl run = lab.ctl("h0", {"traffic", "run", "--peer", lab.server("h1"), "--op", "write", "--size", "4K",
                                  "--iterations", "200"});
