@@ -173,16 +173,18 @@ namespace {
 const char* const kDutSenderCases = "retransmit.exact-hole,completion.requester-order";
 
 // Certificates made with openssl as tests/scenario/check_mtls_multihost.sh
-// makes them: a CA; the suite's Peer service certificate (server use, IP SAN
-// 127.0.0.1, the address the DUT dials); a DUT daemon's client certificate;
-// and a client certificate of another CA, which the suite must refuse.
+// makes them: a CA; the suite's Peer service certificate (server use, IP
+// SANs 127.0.0.1 and 127.0.0.2, the addresses the DUT dials); a DUT daemon's
+// client certificate; and a client certificate of another CA, which the suite
+// must refuse.
 class TestPki {
  public:
   TestPki() : dir_(fs::temp_directory_path() / ("mrconf-pki-" + std::to_string(getpid()))) {
     if (ml::run_command({"openssl", "version"}).status != 0) return;
     fs::create_directories(dir_);
     ok_ = new_ca("ca") && new_ca("rogue-ca") &&
-          issue("ca", "suite", "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n") &&
+          issue("ca", "suite",
+                "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,IP:127.0.0.2\nextendedKeyUsage=serverAuth\n") &&
           issue("ca", "dut", "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n") &&
           issue("rogue-ca", "rogue-dut", "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n");
   }
@@ -241,8 +243,9 @@ std::vector<std::string> joined(std::vector<std::string> a, const std::vector<st
 // The cases where the DUT sends, with the suite's Peer service on TCP
 // 127.0.0.1 with mutual TLS and a bearer token, as a DUT on another host
 // reaches it: the DUT's daemon dials it with its own control.peer_tls, as it
-// dials any peer daemon. Then the same service refusing a wrong token, and a
-// port already taken refused as a usage error.
+// dials any peer daemon. Then on 0.0.0.0 (the DUT told the suite's packet
+// address), the same service refusing a wrong token, and a port already taken
+// refused as a usage error.
 TEST(ConformanceLive, DutSenderCasesReachTheSuitesPeerServiceOverTcpWithMutualTls) {
   TestPki pki;
   if (!pki.has_openssl()) GTEST_SKIP() << "needs openssl to make the certificates";
@@ -264,6 +267,15 @@ TEST(ConformanceLive, DutSenderCasesReachTheSuitesPeerServiceOverTcpWithMutualTl
   ASSERT_FALSE(j.is_discarded()) << slurp(json_file);
   ASSERT_EQ(j["cases"].size(), 2u) << j.dump(2);
   for (const auto& c : j["cases"]) EXPECT_EQ(c["result"], "PASS") << c.dump(2);
+
+  // Listening on every address: the DUT is told the suite's packet address (127.0.0.2 on loopback).
+  auto wildcard = pki.suite_flags();
+  wildcard[1] = "0.0.0.0:0";
+  r = dut.ctl(joined({"conformance", "run", "--target", dut.address(), "--cases", kDutSenderCases, "--peer-token-file",
+                      token_file},
+                     wildcard));
+  EXPECT_EQ(r.status, 0) << r.out << r.err << dut.log();
+  EXPECT_NE(r.out.find("its Peer service at 127.0.0.2:"), std::string::npos) << r.out;
 
   // The right certificate but another token: the DUT's Peer.Accept is refused, and said so.
   std::ofstream(dut.file("other-token")) << "another-token-0123456789\n";
