@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "client.h"
 #include "commands.h"
 #include "metaroce/conformance/grpc_dut.h"
 #include "metaroce/conformance/report.h"
 #include "metaroce/conformance/suite.h"
+#include "metaroce/security/server_security.h"
 #include "units.h"
 
 namespace mc = metaroce::conformance;
@@ -29,7 +31,37 @@ struct ConformanceFlags {
   std::string local_ip;
   std::string answer_timeout = "2s";
   std::uint64_t seed = 1;
+  // The suite's own Peer service (the cases where the DUT sends): mc::PeerServiceOptions.
+  std::string peer_listen, peer_address;
+  std::string peer_tls_cert, peer_tls_key, peer_tls_client_ca;
+  std::string peer_token_file;
 };
+
+// --peer-* as the suite's Peer service options; files are read here with the
+// rules the daemon applies to its control.tls and control.token_file.
+mc::PeerServiceOptions peer_service_options(const ConformanceFlags& f) {
+  mc::PeerServiceOptions p;
+  p.listen = f.peer_listen;
+  p.address = f.peer_address;
+  auto read = [](const std::string& flag, const std::string& path, std::string* out,
+                 std::string (*reader)(const std::string&, const std::string&, std::string*)) {
+    if (path.empty()) return;
+    if (std::string e = reader(path, flag, out); !e.empty()) throw UsageError(e);
+  };
+  if (f.peer_tls_cert.empty() != f.peer_tls_key.empty())
+    throw UsageError("--peer-tls-cert and --peer-tls-key: give both or neither");
+  if (!f.peer_tls_client_ca.empty() && f.peer_tls_cert.empty())
+    throw UsageError("--peer-tls-client-ca: needs --peer-tls-cert and --peer-tls-key (mutual TLS is TLS first)");
+  if (!f.peer_tls_cert.empty()) {
+    metaroce::security::ServerTlsPem tls;
+    read("--peer-tls-cert", f.peer_tls_cert, &tls.cert_chain, metaroce::security::read_pem_file);
+    read("--peer-tls-key", f.peer_tls_key, &tls.private_key, metaroce::security::read_pem_file);
+    read("--peer-tls-client-ca", f.peer_tls_client_ca, &tls.client_ca, metaroce::security::read_pem_file);
+    p.tls = std::move(tls);
+  }
+  read("--peer-token-file", f.peer_token_file, &p.token, metaroce::security::read_token_file);
+  return p;
+}
 
 void write_file(const std::string& flag, const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -48,8 +80,9 @@ int cmd_conformance_run(Invocation& inv, const ConformanceFlags& f) {
   // normalize_server_address names --server in its errors; this flag is --target.
   if (f.target.empty()) throw UsageError("--target: empty address (allowed: unix:///path, unix:path or host:port)");
   const std::string target = normalize_server_address(f.target);
-  std::unique_ptr<Client> client = inv.client_for(target);
   mc::GrpcDutOptions o;
+  o.peer = peer_service_options(f);
+  std::unique_ptr<Client> client = inv.client_for(target);
   o.target = target;
   o.channel = client->channel();
   o.prepare = [c = client.get()](grpc::ClientContext& ctx) { c->prepare(ctx, /*streaming=*/false); };
@@ -127,6 +160,22 @@ void add_conformance_commands(CLI::App& app, Context& ctx) {
                   "how long to wait for an answer the DUT must send, [10ms, 60s]")
       ->capture_default_str();
   run->add_option("--seed", f.seed, "seed of connection ids and data patterns")->capture_default_str();
+  // The suite's Peer service, which the DUT's daemon calls in the cases where the DUT sends.
+  run->add_option("--peer-listen", f.peer_listen,
+                  "serve the suite's Peer service on TCP HOST:PORT (port 0: a free one), for a DUT on another host; "
+                  "plain TCP only on loopback (default: a Unix socket in a fresh directory under /tmp)");
+  run->add_option("--peer-address", f.peer_address,
+                  "HOST:PORT the DUT's daemon dials for the suite's Peer service (default: --peer-listen's, a "
+                  "wildcard host replaced by the suite's --local-ip)");
+  run->add_option("--peer-tls-cert", f.peer_tls_cert,
+                  "PEM certificate of the suite's Peer service (with --peer-tls-key); the DUT's "
+                  "control.peer_tls.ca must trust it");
+  run->add_option("--peer-tls-key", f.peer_tls_key, "PEM private key of --peer-tls-cert");
+  run->add_option("--peer-tls-client-ca", f.peer_tls_client_ca,
+                  "mutual TLS: accept only DUT daemons whose client certificate (control.peer_tls.cert) this PEM CA "
+                  "signed");
+  run->add_option("--peer-token-file", f.peer_token_file,
+                  "require this bearer token of the DUT's daemon (its control.peer_token_file, else token_file)");
   std::string& list_cases = ctx.keep<std::string>();
   CLI::App* list = commands.add(conformance, "list", "the catalogue: each case's id, spec sections, what it sends "
                                                      "and expects",

@@ -12,13 +12,17 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <utility>
 
+#include "metaroce/security/server_security.h"
 #include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/traffic.grpc.pb.h"
@@ -47,11 +51,41 @@ std::string status_text(const std::string& rpc, const grpc::Status& s) {
   return rpc + ": " + name + ": " + s.error_message();
 }
 
+// "HOST:PORT" or "[IPv6]:PORT" with PORT in [min_port, 65535]; HOST a name or
+// an address (printable, no spaces, '/' or '@'). nullopt when malformed.
+std::optional<std::pair<std::string, uint32_t>> split_host_port(const std::string& text, uint32_t min_port) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size() || text.size() - colon - 1 > 5)
+    return std::nullopt;
+  const std::string port_text = text.substr(colon + 1);
+  if (port_text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const uint32_t port = static_cast<uint32_t>(std::stoul(port_text));
+  if (port < min_port || port > 65535) return std::nullopt;
+  std::string host = text.substr(0, colon);
+  for (const char ch : host)
+    if (ch <= ' ' || ch > '~' || ch == '/' || ch == '@') return std::nullopt;
+  if (host.front() == '[') {
+    in6_addr v6{};
+    if (host.size() < 3 || host.back() != ']' || inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6) != 1)
+      return std::nullopt;
+  } else if (host.find_first_of(":[]") != std::string::npos) {
+    return std::nullopt;  // an IPv6 address needs its brackets
+  }
+  return std::pair{std::move(host), port};
+}
+
+bool job_ended(v1::JobState s) {
+  return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_STOPPED;
+}
+
 // The suite's own Peer service, for the cases where the DUT is the sender:
 // the DUT's job calls Peer.Accept here as at any peer daemon, and the suite
 // answers with its own endpoint, id and target region.
 class SuitePeer final : public v1::Peer::Service {
  public:
+  // "" = no token asked for.
+  explicit SuitePeer(std::string token) : token_(std::move(token)) {}
+
   // What the next Peer.Accept is answered with.
   void offer(const v1::AcceptResponse& answer) {
     std::lock_guard<std::mutex> g(mu_);
@@ -65,7 +99,8 @@ class SuitePeer final : public v1::Peer::Service {
     return accepted_;
   }
 
-  grpc::Status Accept(grpc::ServerContext*, const v1::AcceptRequest* req, v1::AcceptResponse* resp) override {
+  grpc::Status Accept(grpc::ServerContext* ctx, const v1::AcceptRequest* req, v1::AcceptResponse* resp) override {
+    if (!authorized(*ctx)) return unauthenticated();
     std::lock_guard<std::mutex> g(mu_);
     if (!offer_)
       return {grpc::StatusCode::FAILED_PRECONDITION,
@@ -76,15 +111,30 @@ class SuitePeer final : public v1::Peer::Service {
     cv_.notify_all();
     return grpc::Status::OK;
   }
-  grpc::Status Release(grpc::ServerContext*, const v1::ReleaseRequest*, v1::ReleaseResponse*) override {
+  grpc::Status Release(grpc::ServerContext* ctx, const v1::ReleaseRequest*, v1::ReleaseResponse*) override {
+    if (!authorized(*ctx)) return unauthenticated();
     return grpc::Status::OK;  // the suite keeps no state per connection beyond the case
   }
-  grpc::Status Verify(grpc::ServerContext*, const v1::VerifyRequest*, v1::VerifyResponse*) override {
+  grpc::Status Verify(grpc::ServerContext* ctx, const v1::VerifyRequest*, v1::VerifyResponse*) override {
+    if (!authorized(*ctx)) return unauthenticated();
     return {grpc::StatusCode::UNIMPLEMENTED,
             "the conformance suite starts its jobs with no_verify: it judges the DUT's packets itself"};
   }
 
  private:
+  bool authorized(const grpc::ServerContext& ctx) const {
+    if (token_.empty()) return true;
+    const auto it = ctx.client_metadata().find("authorization");
+    return it != ctx.client_metadata().end() &&
+           security::bearer_matches(std::string_view(it->second.data(), it->second.size()), token_);
+  }
+  static grpc::Status unauthenticated() {
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "the conformance suite's Peer service: missing or wrong bearer token (metarocectl --peer-token-file; a "
+            "daemon sends its peers control.peer_token_file, else control.token_file)"};
+  }
+
+  const std::string token_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<v1::AcceptResponse> offer_;
@@ -98,7 +148,8 @@ class GrpcDut final : public Dut {
         daemon_(v1::Daemon::NewStub(o.channel)),
         peer_(v1::Peer::NewStub(o.channel)),
         memory_(v1::Memory::NewStub(o.channel)),
-        traffic_(v1::Traffic::NewStub(o.channel)) {}
+        traffic_(v1::Traffic::NewStub(o.channel)),
+        peer_service_(o.peer.token) {}
   ~GrpcDut() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     if (!server_dir_.empty()) {
@@ -109,6 +160,7 @@ class GrpcDut final : public Dut {
   }
 
   void start() {
+    check_peer_options();
     v1::DaemonInfo info;
     call("Daemon.GetInfo", [&](grpc::ClientContext* c) { return daemon_->GetInfo(c, v1::GetInfoRequest(), &info); });
     name_ = info.name();
@@ -120,11 +172,16 @@ class GrpcDut final : public Dut {
     dut_port_ = static_cast<uint16_t>(info.endpoint_udp_port());
     local_ip_ = choose_local_ip();
     open_socket();
+    // A TCP listener is started before any case, so that a port in use or
+    // an unusable certificate is a usage error, not a failed case.
+    if (!options_.peer.listen.empty()) serve_peer();
   }
 
   std::string describe() const override {
-    return "metaroced '" + name_ + "' at " + options_.target + ", endpoint " + ip_text(dut_ip_) + ":" +
-           std::to_string(dut_port_) + " (suite at " + ip_text(local_ip_) + ":" + std::to_string(local_port_) + ")";
+    std::string d = "metaroced '" + name_ + "' at " + options_.target + ", endpoint " + ip_text(dut_ip_) + ":" +
+                    std::to_string(dut_port_) + " (suite at " + ip_text(local_ip_) + ":" + std::to_string(local_port_);
+    if (!options_.peer.listen.empty()) d += ", its Peer service at " + server_address_ + " (" + peer_security() + ")";
+    return d + ")";
   }
 
   DutConnection open(const ConnectionRequest& r) override {
@@ -264,11 +321,16 @@ class GrpcDut final : public Dut {
     out.tool_id = job.tool_id;
     out.job_id = info.id();
     out.job = job;
-    const auto accepted = peer_service_.await_accept(timeout);
+    std::string job_end;
+    const auto accepted = await_accept(info.id(), timeout, &job_end);
     if (!accepted) {
       stop_sender(out);
-      throw DutError("Traffic.Start: job " + std::to_string(info.id()) + " did not call Peer.Accept at the suite (" +
-                     server_address_ + ") within " + std::to_string(timeout.count()) + " ms");
+      const std::string where = "the suite's Peer service at " + server_address_ + " (" + peer_security() + ")";
+      if (!job_end.empty())
+        throw DutError("Traffic.Start: job " + std::to_string(info.id()) + " ended before its Peer.Accept reached " +
+                       where + ": " + job_end + peer_hint());
+      throw DutError("Traffic.Start: job " + std::to_string(info.id()) + " did not call Peer.Accept at " + where +
+                     " within " + std::to_string(timeout.count()) + " ms" + peer_hint());
     }
     out.dut_id = accepted->requester_id();
     out.seed = accepted->seed();
@@ -293,9 +355,7 @@ class GrpcDut final : public Dut {
     v1::JobProgress ev;
     while (reader->Read(&ev)) {
       o.state = v1::JobState_Name(ev.state()).substr(std::string("JOB_STATE_").size());
-      const bool ended = ev.state() == v1::JOB_STATE_DONE || ev.state() == v1::JOB_STATE_FAILED ||
-                         ev.state() == v1::JOB_STATE_STOPPED;
-      if (!ended) continue;
+      if (!job_ended(ev.state())) continue;
       o.ended = true;
       o.completion_errors = ev.result().completion_errors();
       o.retransmits = ev.result().retransmits();
@@ -430,20 +490,120 @@ class GrpcDut final : public Dut {
     local_port_ = dut_port_;
   }
 
-  // The suite's Peer service on a Unix socket in a directory of its own
-  // (mode 0700), started the first time a case needs the DUT as a sender.
+  // The Peer.Accept of the DUT's job `job_id`, waiting up to `timeout`. A job
+  // that ends first (it could not reach the suite's Peer service, or was
+  // refused there) ends the wait at once: *job_end = "FAILED: <its error>".
+  std::optional<v1::AcceptRequest> await_accept(uint64_t job_id, std::chrono::milliseconds timeout,
+                                                std::string* job_end) {
+    // How often the job's state is read while no Peer.Accept has come.
+    constexpr std::chrono::milliseconds kJobCheckEvery{50};
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (auto a = peer_service_.await_accept(std::clamp(left, std::chrono::milliseconds{0}, kJobCheckEvery))) return a;
+      v1::GetJobRequest req;
+      req.set_id(job_id);
+      v1::JobInfo info;
+      grpc::ClientContext ctx;
+      options_.prepare(ctx);
+      if (traffic_->Get(&ctx, req, &info).ok() && job_ended(info.state())) {
+        // Its Peer.Accept may have come between the wait and the read.
+        if (auto a = peer_service_.await_accept(std::chrono::milliseconds{0})) return a;
+        *job_end = v1::JobState_Name(info.state()).substr(std::string("JOB_STATE_").size()) + ": " +
+                   (info.error().empty() ? "(no error given)" : info.error());
+        return std::nullopt;
+      }
+      if (left.count() <= 0) return std::nullopt;
+    }
+  }
+
+  // "mutual TLS", "TLS", "plain TCP" or "Unix socket": how the DUT reaches the suite's Peer service.
+  std::string peer_security() const {
+    if (options_.peer.listen.empty()) return "Unix socket";
+    if (!options_.peer.tls) return "plain TCP";
+    return options_.peer.tls->client_ca.empty() ? "TLS" : "mutual TLS";
+  }
+  // What the DUT needs to reach the suite's Peer service, for a failure to.
+  std::string peer_hint() const {
+    if (options_.peer.listen.empty())
+      return "; a Unix socket reaches only a DUT on this host (give --peer-listen for one on another host)";
+    std::string h = "; the DUT's daemon dials TCP peers with its control.peer_tls";
+    if (options_.peer.tls) {
+      h += ", whose ca must trust --peer-tls-cert";
+      if (!options_.peer.tls->client_ca.empty()) h += " and whose cert and key --peer-tls-client-ca must have signed";
+    } else {
+      h += ", which must have no ca for a plain-TCP peer";
+    }
+    if (!options_.peer.token.empty()) h += "; its peer token must be --peer-token-file's";
+    return h;
+  }
+
+  // --peer-listen and --peer-address, before anything is asked of the DUT.
+  void check_peer_options() const {
+    const PeerServiceOptions& p = options_.peer;
+    if (p.listen.empty()) {
+      if (!p.address.empty() || p.tls || !p.token.empty())
+        throw DutSetupError(std::string(!p.address.empty() ? "--peer-address" : p.tls ? "--peer-tls-cert" : "--peer-token-file") +
+                            ": needs --peer-listen (the suite's Peer service is otherwise a Unix socket under /tmp)");
+      return;
+    }
+    if (!split_host_port(p.listen, 0))
+      throw DutSetupError("--peer-listen: must be HOST:PORT with PORT in [0, 65535] (0: a free port), HOST an "
+                          "address of this host, [IPv6] or a name, e.g. 0.0.0.0:7444 or 127.0.0.1:0 (got '" +
+                          p.listen.substr(0, 64) + "')");
+    if (!p.tls && !security::is_loopback_listen(p.listen))
+      throw DutSetupError("--peer-listen: refusing plain TCP on the non-loopback address '" + p.listen +
+                          "' (give --peer-tls-cert and --peer-tls-key)");
+    if (!p.address.empty() && !split_host_port(p.address, 1))
+      throw DutSetupError("--peer-address: must be HOST:PORT with PORT in [1, 65535], the address the DUT's daemon "
+                          "dials, e.g. 192.0.2.7:7444 (got '" + p.address.substr(0, 64) + "')");
+  }
+
+  // The suite's Peer service: on TCP as options_.peer says, else on a Unix
+  // socket in a directory of its own (mode 0700) at the first case that needs
+  // the DUT as a sender.
   void serve_peer() {
     if (server_) return;
-    char dir[] = "/tmp/metaroce-conformance-XXXXXX";
-    if (!mkdtemp(dir))
-      throw DutError(std::string("mkdtemp for the suite's Peer socket failed: ") + std::strerror(errno));
-    server_dir_ = dir;
-    server_address_ = "unix://" + server_dir_ + "/peer.sock";
     grpc::ServerBuilder b;
-    b.AddListeningPort(server_address_, grpc::InsecureServerCredentials());
+    int bound_port = 0;
+    const PeerServiceOptions& p = options_.peer;
+    if (p.listen.empty()) {
+      char dir[] = "/tmp/metaroce-conformance-XXXXXX";
+      if (!mkdtemp(dir))
+        throw DutError(std::string("mkdtemp for the suite's Peer socket failed: ") + std::strerror(errno));
+      server_dir_ = dir;
+      server_address_ = "unix://" + server_dir_ + "/peer.sock";
+      b.AddListeningPort(server_address_, grpc::InsecureServerCredentials());
+    } else {
+      // gRPC shares a TCP port with any other socket that allows it (two
+      // suites, two daemons): each would get some of the DUT's calls.
+      b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+      b.AddListeningPort(p.listen, p.tls ? security::server_tls_credentials(*p.tls) : grpc::InsecureServerCredentials(),
+                         &bound_port);
+    }
     b.RegisterService(&peer_service_);
     server_ = b.BuildAndStart();
-    if (!server_) throw DutError("the suite's Peer service could not listen on " + server_address_);
+    if (p.listen.empty()) {
+      if (!server_) throw DutError("the suite's Peer service could not listen on " + server_address_);
+      return;
+    }
+    if (!server_ || bound_port <= 0) {
+      server_.reset();
+      throw DutSetupError("--peer-listen: the suite's Peer service cannot listen on " + p.listen +
+                          " (the port is in use or the address is not this host's" +
+                          (p.tls ? std::string(", or --peer-tls-cert/--peer-tls-key/--peer-tls-client-ca are not PEM "
+                                               "certificates and the certificate's private key")
+                                 : std::string()) +
+                          "; gRPC's log above says which)");
+    }
+    if (!p.address.empty()) {
+      server_address_ = p.address;
+      return;
+    }
+    std::string host = split_host_port(p.listen, 0)->first;
+    if (host == "0.0.0.0" || host == "[::]" || host == "[::0]") host = ip_text(local_ip_);
+    server_address_ = host + ":" + std::to_string(bound_port);
   }
 
   static std::string mac_text(uint32_t ip) {

@@ -246,15 +246,7 @@ bool DaemonCore::authorized(const grpc::ServerContext* ctx) const {
   return bearer_matches(std::string(it->second.data(), it->second.size()));
 }
 
-bool DaemonCore::bearer_matches(const std::string& v) const {
-  if (token_.empty()) return true;
-  const std::string want = "Bearer " + token_;
-  // Constant-time comparison: the token is a secret.
-  if (v.size() != want.size()) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < v.size(); ++i) diff |= static_cast<unsigned>(v[i] ^ want[i]);
-  return diff == 0;
-}
+bool DaemonCore::bearer_matches(const std::string& v) const { return security::bearer_matches(v, token_); }
 
 grpc::Status DaemonCore::need_endpoint() const {
   if (endpoint_) return grpc::Status::OK;

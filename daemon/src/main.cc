@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "core.h"
+#include "metaroce/security/server_security.h"
 #include "request_limits.h"
 #include "services.h"
 
@@ -145,12 +146,11 @@ int main(int argc, char** argv) {
   if (!ctl.tcp.empty()) {
     std::shared_ptr<grpc::ServerCredentials> creds;
     if (!ctl.tls.cert.empty()) {
-      grpc::SslServerCredentialsOptions o(ctl.tls.client_ca.empty()
-                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-      o.pem_key_cert_pairs.push_back({pem(ctl.tls.key, "control.tls.key"), pem(ctl.tls.cert, "control.tls.cert")});
-      if (!ctl.tls.client_ca.empty()) o.pem_root_certs = pem(ctl.tls.client_ca, "control.tls.client_ca");
-      creds = grpc::SslServerCredentials(o);
+      metaroce::security::ServerTlsPem tls;
+      tls.cert_chain = pem(ctl.tls.cert, "control.tls.cert");
+      tls.private_key = pem(ctl.tls.key, "control.tls.key");
+      if (!ctl.tls.client_ca.empty()) tls.client_ca = pem(ctl.tls.client_ca, "control.tls.client_ca");
+      creds = metaroce::security::server_tls_credentials(tls);
     } else {
       spdlog::warn("control.tcp: {} without TLS (--insecure, loopback only)", ctl.tcp);
       creds = grpc::InsecureServerCredentials();

@@ -17,21 +17,49 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "metaroce/conformance/dut.h"
+#include "metaroce/security/server_security.h"
 
 namespace metaroce::conformance {
+
+// The suite's own Peer service, which the DUT's daemon calls (Peer.Accept)
+// in the cases where the DUT sends. Without `listen` it is a Unix socket in a
+// fresh directory under /tmp, started at the first such case: the DUT must
+// share the suite's host. With `listen` it is a TCP listener, started before
+// any case, that a DUT on another host reaches:
+//  * listen: "HOST:PORT", PORT in [0, 65535], 0 = a free port the kernel picks.
+//    Plain TCP only on a loopback address; elsewhere `tls` is required.
+//  * address: what the suite tells the DUT to dial (the job's peer address);
+//    "" = the listen address with the port bound, its host replaced by the
+//    suite's packet address (local_ip) when it is a wildcard (0.0.0.0, [::]).
+//  * tls: the service's certificate; with tls->client_ca, mutual TLS. The DUT's
+//    daemon dials TCP peers with its own control.peer_tls (ca: trusts this
+//    certificate's issuer; cert/key: a client certificate client_ca signed),
+//    as it dials any peer daemon.
+//  * token: when set, every call must carry "authorization: Bearer <token>"
+//    (what a daemon sends its peers: control.peer_token_file, else token_file).
+// Errors name the metarocectl flags: --peer-listen, --peer-address, ...
+struct PeerServiceOptions {
+  std::string listen;
+  std::string address;
+  std::optional<security::ServerTlsPem> tls;
+  std::string token;
+};
 
 struct GrpcDutOptions {
   std::string target;                                 // as given (for reports)
   std::shared_ptr<grpc::Channel> channel;             // to the DUT's daemon
   std::function<void(grpc::ClientContext&)> prepare;  // adds the token and the deadline of each call
   std::string local_ip;                               // "" = chosen as above
+  PeerServiceOptions peer;
 };
 
-// Opens the suite's socket after asking the daemon for its endpoint. Throws
-// DutError ("Daemon.GetInfo: UNAVAILABLE: ...", "local_ip: ...").
+// Opens the suite's socket after asking the daemon for its endpoint, and
+// starts a TCP Peer service. Throws DutError ("Daemon.GetInfo: UNAVAILABLE:
+// ..."), DutSetupError for bad options ("--local-ip: ...", "--peer-listen: ...").
 std::unique_ptr<Dut> connect_grpc_dut(const GrpcDutOptions& options);
 
 }  // namespace metaroce::conformance

@@ -13,6 +13,7 @@
 
 #include "metaroce/datapath/scheduling.h"
 #include "metaroce/emulator/link.h"
+#include "metaroce/security/server_security.h"
 #include "metaroce/transport/types.h"
 #include "metaroce/wire/udp_frame.h"
 
@@ -153,19 +154,16 @@ std::optional<DaemonConfig> load_daemon_file(const std::string& path, std::strin
 // run on command-line overrides. --insecure is passed in separately.
 std::string validate_daemon_config(const DaemonConfig& c, bool insecure_flag);
 
-// A bearer token file: its first line, trailing whitespace removed, must be a
-// usable token - kMinTokenChars..kMaxTokenChars printable ASCII characters, no
-// spaces - so that a configured token file can never switch authentication
-// off (an empty or blank file). Returns "" and sets *token, or an error naming
-// `key` and what is allowed.
-inline constexpr size_t kMinTokenChars = 16, kMaxTokenChars = 4096;
-std::string read_token_file(const std::string& path, const std::string& key, std::string* token);
-
-// A PEM file (TLS key, certificate or CA bundle), at most 1 MiB. Returns ""
-// and sets *pem, or an error naming `key` and the file. Every configured PEM
-// file is read once by validate_daemon_config, so a daemon refuses to start
-// on one it cannot read instead of failing each TLS handshake later.
-std::string read_pem_file(const std::string& path, const std::string& key, std::string* pem);
+// Token and PEM files (control.token_file, control.tls.*, ...) follow the
+// rules of the metaroce.v1 servers' one security module (the conformance
+// suite's --peer-tls-* and --peer-token-file too); errors name the config key.
+// Every configured file is read once by validate_daemon_config, so a daemon
+// refuses to start on one it cannot read instead of failing each TLS
+// handshake later.
+using security::kMaxTokenChars;
+using security::kMinTokenChars;
+using security::read_pem_file;
+using security::read_token_file;
 
 // The effective configuration (defaults filled in) as YAML and as JSON.
 std::string daemon_config_yaml(const DaemonConfig& c);
@@ -177,6 +175,5 @@ std::string daemon_config_json(const DaemonConfig& c);
 // control.tcp or HOST is empty, holds a port, brackets or control characters.
 std::string peer_address_for_host(const DaemonConfig& c, const std::string& host, std::string* address);
 
-// True when a "host:port" names a loopback address (127.0.0.0/8, ::1, localhost).
-bool is_loopback_listen(const std::string& host_port);
+using security::is_loopback_listen;
 }  // namespace metaroce::daemon
