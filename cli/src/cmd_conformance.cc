@@ -17,6 +17,7 @@
 #include "metaroce/conformance/report.h"
 #include "metaroce/conformance/suite.h"
 #include "metaroce/security/server_security.h"
+#include "metaroce/security/tls_credentials.h"
 #include "units.h"
 
 namespace mc = metaroce::conformance;

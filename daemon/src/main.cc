@@ -23,6 +23,7 @@
 
 #include "core.h"
 #include "metaroce/security/server_security.h"
+#include "metaroce/security/tls_credentials.h"
 #include "request_limits.h"
 #include "services.h"
 

@@ -1,7 +1,5 @@
 #include "metaroce/security/server_security.h"
 
-#include <grpcpp/security/server_credentials.h>
-
 #include "metaroce/lab/config.h"
 #include "metaroce/wire/udp_frame.h"
 
@@ -30,14 +28,6 @@ std::string read_pem_file(const std::string& path, const std::string& key, std::
   if (!text) return key + ": " + err;
   *pem = *text;
   return {};
-}
-
-std::shared_ptr<grpc::ServerCredentials> server_tls_credentials(const ServerTlsPem& pem) {
-  grpc::SslServerCredentialsOptions o(pem.client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  o.pem_key_cert_pairs.push_back({pem.private_key, pem.cert_chain});
-  if (!pem.client_ca.empty()) o.pem_root_certs = pem.client_ca;
-  return grpc::SslServerCredentials(o);
 }
 
 bool bearer_matches(std::string_view v, std::string_view token) {

@@ -22,6 +22,7 @@
 
 #include "metaroce/conformance/dut.h"
 #include "metaroce/security/server_security.h"
+#include "metaroce/security/tls_credentials.h"
 
 namespace metaroce::conformance {
 

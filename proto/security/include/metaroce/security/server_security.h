@@ -6,10 +6,7 @@
 // and the suite's flag follow the same rules and name themselves in errors.
 #pragma once
 
-#include <grpcpp/security/server_credentials.h>
-
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,15 +24,8 @@ std::string read_token_file(const std::string& path, const std::string& key, std
 // and sets *pem, or an error naming `key` and the file.
 std::string read_pem_file(const std::string& path, const std::string& key, std::string* pem);
 
-// A server's TLS identity as PEM text. With client_ca set the server asks
-// every client for a certificate and accepts only one that CA signed (mutual
-// TLS); without it, clients are not asked for one.
-struct ServerTlsPem {
-  std::string cert_chain;
-  std::string private_key;
-  std::string client_ca;
-};
-std::shared_ptr<grpc::ServerCredentials> server_tls_credentials(const ServerTlsPem& pem);
+// TLS credentials from PEM text: tls_credentials.h (the part that needs
+// gRPC; this header does not, so config parsers build without it).
 
 // Whether an "authorization" header value is "Bearer <token>", in time that
 // does not depend on where they differ (the token is a secret). An empty
