@@ -38,11 +38,12 @@ class UdpDaemon {
   UdpDaemon() : dir_(fs::temp_directory_path() / ("mrconf-" + std::to_string(getpid()))) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "token") << kToken << "\n";
-    // A port of its own per test process; the suite's socket takes 127.0.0.2.
+    // A port and an address of its own per test process (the DUT also listens
+    // on its address's UDP 4791 for RoCEv2); the suite takes the partner address.
     const int port = 20000 + (getpid() + 7919) % 20000;
     std::ofstream(dir_ / "dut.yaml") << "name: dut\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir_ / "dut.sock").string()
                                      << "\n  token_file: token\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n"
-                                     << "  address: 127.0.0.1\n  udp_port: " << port
+                                     << "  address: " << ip_ << "\n  udp_port: " << port
                                      << "\n  mac: 02:00:7f:00:00:01\n  inbound_capacity_bps: 10e9\n";
     pid_ = spawn({METAROCED_PATH, "--config", (dir_ / "dut.yaml").string()}, (dir_ / "dut.log").string());
     address_ = "unix://" + (dir_ / "dut.sock").string();
@@ -77,11 +78,13 @@ class UdpDaemon {
   }
 
   const std::string& address() const { return address_; }
+  const std::string& endpoint_ip() const { return ip_; }
   fs::path file(const std::string& name) const { return dir_ / name; }
   std::string log() const { return slurp((dir_ / "dut.log").string()); }
 
  private:
   fs::path dir_;
+  std::string ip_ = daemon_test::loopback_ip(0);
   pid_t pid_ = -1;
   std::string address_;
 };
@@ -147,9 +150,10 @@ TEST(ConformanceLive, SelectedCasesJsonOutputAndClearUsageErrors) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--target: empty address (allowed: unix:///path, unix:path or host:port)"), std::string::npos)
       << r.err;
-  r = dut.ctl({"conformance", "run", "--target", dut.address(), "--local-ip", "127.0.0.1"});
+  r = dut.ctl({"conformance", "run", "--target", dut.address(), "--local-ip", dut.endpoint_ip()});
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("--local-ip: must differ from the DUT's endpoint address 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--local-ip: must differ from the DUT's endpoint address " + dut.endpoint_ip()), std::string::npos)
+      << r.err;
   r = dut.ctl({"conformance", "run", "--target", dut.address(), "--answer-timeout", "5ms"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--answer-timeout: allowed range [10ms, 60s] (got 5ms)"), std::string::npos) << r.err;
