@@ -63,7 +63,7 @@ TEST(ConformanceCatalogue, EveryCaseHasAnIdASpecSectionAndWhatItSendsAndExpects)
     EXPECT_FALSE(c.title.empty() || c.sends.empty() || c.expects.empty()) << c.id;
     EXPECT_NE(c.run, nullptr) << c.id;
   }
-  EXPECT_GE(ids.size(), 19u);
+  EXPECT_GE(ids.size(), 22u);
 }
 
 TEST(ConformanceSelect, GlobsSelectInCatalogueOrderAndBadPatternsNameTheFlag) {
@@ -152,6 +152,12 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
        {"retransmit.exact-hole"}},
       {"requester completes READs in arrival order", with([](Bugs& b) { b.complete_reads_in_arrival_order = true; }),
        {"completion.requester-order"}},
+      {"RoCEv2 responder NAKs every out-of-sequence PSN", with([](Bugs& b) { b.nak_every_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
+      {"RoCEv2 responder never NAKs an out-of-sequence PSN", with([](Bugs& b) { b.never_nak_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
+      {"RoCEv2 responder places out-of-sequence WRITEs", with([](Bugs& b) { b.place_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
   };
   std::printf("%-55s %s\n", "broken responder", "cases failed");
   for (const Variant& v : variants) {
