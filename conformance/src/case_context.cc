@@ -105,6 +105,61 @@ std::string describe_packet(std::span<const uint8_t> packet) {
   return s;
 }
 
+namespace {
+
+const char* rocev2_opcode_name(wire::rocev2::Opcode op) {
+  using O = wire::rocev2::Opcode;
+  switch (op) {
+    case O::kSendFirst: return "SEND_FIRST";
+    case O::kSendMiddle: return "SEND_MIDDLE";
+    case O::kSendLast: return "SEND_LAST";
+    case O::kSendLastImm: return "SEND_LAST_IMM";
+    case O::kSendOnly: return "SEND_ONLY";
+    case O::kSendOnlyImm: return "SEND_ONLY_IMM";
+    case O::kWriteFirst: return "WRITE_FIRST";
+    case O::kWriteMiddle: return "WRITE_MIDDLE";
+    case O::kWriteLast: return "WRITE_LAST";
+    case O::kWriteLastImm: return "WRITE_LAST_IMM";
+    case O::kWriteOnly: return "WRITE_ONLY";
+    case O::kWriteOnlyImm: return "WRITE_ONLY_IMM";
+    case O::kReadRequest: return "READ_REQUEST";
+    case O::kAcknowledge: return "ACKNOWLEDGE";
+  }
+  return "?";
+}
+
+// §12's AETH syndromes by name.
+std::string syndrome_text(uint8_t s) {
+  namespace rv = wire::rocev2;
+  const char* name = (s & 0xE0) == rv::kSyndromeAck         ? "ACK"
+                     : (s & 0xE0) == rv::kSyndromeRnrNak     ? "RNR NAK"
+                     : s == rv::kSyndromeNakPsnSeqError      ? "NAK PSN sequence error"
+                     : s == rv::kSyndromeNakInvalidRequest   ? "NAK invalid request"
+                     : s == rv::kSyndromeNakRemoteAccess     ? "NAK remote access error"
+                                                             : "unknown syndrome";
+  return format("%s (0x%02x)", name, s);
+}
+
+}  // namespace
+
+std::string describe_rocev2(std::span<const uint8_t> frame) {
+  namespace rv = wire::rocev2;
+  const auto udp = mw::decode_udp_frame(frame);
+  if (!udp) return format("RoCEv2: not an Eth/IPv4/UDP frame, %zu bytes", frame.size());
+  rv::PacketView v;
+  mw::DecodeError why = mw::DecodeError::kNone;
+  if (!rv::decode(frame, udp->payload, v, &why))
+    return format("RoCEv2: undecodable (%s), UDP payload %zu bytes", std::string(mw::decode_error_name(why)).c_str(),
+                  udp->payload.size());
+  std::string s = format("RoCEv2 %s qp 0x%06x psn %u%s", rocev2_opcode_name(v.opcode), v.dest_qp, v.psn,
+                         v.ack_req ? " ACK_REQ" : "");
+  if (v.reth)
+    s += format(" va 0x%" PRIx64 " rkey 0x%08x dma_len %u", v.reth->va.get(), v.reth->rkey.get(), v.reth->dma_len.get());
+  if (v.aeth) s += " AETH " + syndrome_text(v.aeth->syndrome) + format(" msn %u", mw::load_be24(v.aeth->msn));
+  if (!v.payload.empty()) s += format(" payload %zu B", v.payload.size());
+  return s;
+}
+
 CaseContext::CaseContext(Dut& dut, const RunOptions& options, uint64_t case_seed, CaseResult& result)
     : dut_(dut), options_(options), seed_(case_seed), result_(result) {}
 
@@ -126,9 +181,9 @@ const DutConnection& CaseContext::open(ConnectionRequest request) {
   request.seed = (seed_ >> 8) | 1;
   conns_.push_back(std::make_unique<DutConnection>(dut_.open(request)));
   const DutConnection& c = *conns_.back();
-  note_sent(format("open connection: suite id 0x%06x, %u paths, %u streams, chunk %u B, slots of %u B%s", id,
-                   request.paths, unsigned{request.streams}, request.mtu_payload, request.max_message_bytes,
-                   request.recv_message_bytes ? ", receives posted" : ""));
+  note_sent(format("open %s: suite id 0x%06x, %u paths, %u streams, chunk %u B, slots of %u B%s",
+                   request.rocev2 ? "RoCEv2 RC QP" : "connection", id, request.paths, unsigned{request.streams},
+                   request.mtu_payload, request.max_message_bytes, request.recv_message_bytes ? ", receives posted" : ""));
   note_seen(format("connection open: DUT id 0x%06x, region 0x%" PRIx64 " (%" PRIu64 " B) rkey 0x%08x", c.dut_id,
                    c.remote_addr, c.remote_length, c.rkey));
   return c;
@@ -406,6 +461,68 @@ void CaseContext::send_bytes(const Built& b, const std::string& note, wire::Ecn 
   dut_.send(b.bytes, ecn);
 }
 
+std::vector<uint8_t> CaseContext::rocev2_write(const DutConnection& c, uint32_t psn, uint32_t msg_seq, bool ack_req,
+                                               const std::vector<uint8_t>* payload) const {
+  namespace rv = wire::rocev2;
+  const Outgoing w = write_chunk(c, 0, msg_seq, c.request.mtu_payload, 0, 0, 0, 0);  // slot address and pattern
+  const std::vector<uint8_t>& bytes = payload ? *payload : w.payload;
+  rv::Reth reth{};
+  reth.va.set(w.remote_addr);
+  reth.rkey.set(w.rkey);
+  reth.dma_len.set(static_cast<uint32_t>(bytes.size()));
+  const size_t udp_len = rv::payload_bytes(rv::Opcode::kWriteOnly, bytes.size());
+  std::vector<uint8_t> frame(mw::kUdpFrameHeaderBytes + udp_len);
+  mw::encode_udp_headers(frame, dut_.rocev2_flow_to_dut(), mw::Ecn::kEct0, 0, udp_len);
+  const size_t n = rv::encode(std::span<uint8_t>(frame).subspan(mw::kUdpFrameHeaderBytes), rv::Opcode::kWriteOnly,
+                              c.dut_id, psn & rv::kPsnMask, ack_req, &reth, nullptr, nullptr, bytes);
+  if (n != udp_len) throw CaseFailure("internal: the RoCEv2 encoder refused the suite's own packet");
+  rv::seal_icrc(frame);
+  return frame;
+}
+
+void CaseContext::send_rocev2(std::span<const uint8_t> frame, const std::string& note) {
+  std::string line = describe_rocev2(frame);
+  if (!note.empty()) line += " (" + note + ")";
+  note_sent(line);
+  record(false, frame, wire::Ecn::kEct0, "sent: " + line, true);
+  dut_.send_rocev2(frame);
+}
+
+bool CaseContext::collect_rocev2_until(const std::function<bool()>& done) {
+  namespace rv = wire::rocev2;
+  const auto until = std::chrono::steady_clock::now() + options_.answer_timeout;
+  bool ok = done();
+  while (!ok) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    auto bytes = dut_.receive_rocev2(left);
+    if (!bytes) break;
+    auto a = std::make_unique<RoceAnswer>();
+    a->frame = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
+    const auto udp = mw::decode_udp_frame(*a->frame);
+    if (!udp) a->error = mw::DecodeError::kTooShort;
+    else if (!rv::decode(*a->frame, udp->payload, a->view, &a->error) && a->error == mw::DecodeError::kNone)
+      a->error = mw::DecodeError::kTooShort;
+    // Late answers to QPs of earlier cases are not this case's business.
+    if (udp && udp->payload.size() >= sizeof(rv::Bth) && !owns_tool_id(mw::load_be24(udp->payload.data() + 5))) continue;
+    note_seen(describe_rocev2(*a->frame));
+    record(true, *a->frame, wire::Ecn::kNotEct, "seen: " + result_.seen.back(), true);
+    rocev2_answers_.push_back(std::move(a));
+    ok = done();
+  }
+  for (; rocev2_checked_ < rocev2_answers_.size(); ++rocev2_checked_) {
+    const RoceAnswer& a = *rocev2_answers_[rocev2_checked_];
+    const std::string seen = describe_rocev2(*a.frame);
+    expect(a.error == mw::DecodeError::kNone, "every RoCEv2 frame from the DUT to decode with its ICRC intact (§12)",
+           seen);
+    expect(a.is_aeth(), "only ACKNOWLEDGE packets from a RoCEv2 responder to WRITEs (§12)", seen);
+    const bool known = std::any_of(conns_.begin(), conns_.end(),
+                                   [&](const auto& k) { return k->request.rocev2 && k->tool_id == a.view.dest_qp; });
+    expect(known, "an ACKNOWLEDGE to the suite's QP number (BTH DestQP, §12)", seen);
+  }
+  return ok;
+}
+
 bool CaseContext::collect_until(const std::function<bool()>& done) {
   const auto until = std::chrono::steady_clock::now() + options_.answer_timeout;
   bool ok = done();
@@ -430,13 +547,15 @@ bool CaseContext::collect_until(const std::function<bool()>& done) {
   return ok;
 }
 
-void CaseContext::record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment) {
+void CaseContext::record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment,
+                         bool whole_frame) {
   CaseFrame f;
   f.time_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   f.from_dut = from_dut;
   f.ecn = ecn;
   f.packet.assign(packet.begin(), packet.end());
+  f.whole_frame = whole_frame;
   f.comment = std::move(comment);
   result_.frames.push_back(std::move(f));
 }

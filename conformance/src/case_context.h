@@ -17,6 +17,7 @@
 #include "metaroce/conformance/dut.h"
 #include "metaroce/conformance/suite.h"
 #include "metaroce/wire/metaroce.h"
+#include "metaroce/wire/rocev2.h"
 
 namespace metaroce::conformance {
 
@@ -68,6 +69,17 @@ struct Answer {
   bool is_nak() const { return error == wire::DecodeError::kNone && view.opcode == wire::Opcode::kNak; }
 };
 
+// One RoCEv2 frame the DUT sent (§12), decoded (the view points into *frame).
+struct RoceAnswer {
+  std::shared_ptr<const std::vector<uint8_t>> frame;
+  wire::DecodeError error = wire::DecodeError::kNone;  // kNone: Eth/IPv4/UDP, known opcode, TVer 0, ICRC intact
+  wire::rocev2::PacketView view;
+  uint8_t syndrome() const { return view.aeth ? view.aeth->syndrome : 0xFF; }
+  bool is_aeth() const { return error == wire::DecodeError::kNone && view.opcode == wire::rocev2::Opcode::kAcknowledge; }
+  bool is_ack() const { return is_aeth() && (syndrome() & 0xE0) == wire::rocev2::kSyndromeAck; }
+  bool is_nak() const { return is_aeth() && (syndrome() & 0xE0) == (wire::rocev2::kSyndromeNakPsnSeqError & 0xE0); }
+};
+
 // An ACK block with the ACK that carried it.
 struct AckSeen {
   const Answer* ack = nullptr;
@@ -76,6 +88,8 @@ struct AckSeen {
 
 // "WRITE path 0 seq 3 floor 0 ..."; "undecodable (bad_checksum), 300 bytes".
 std::string describe_packet(std::span<const uint8_t> packet);
+// "RoCEv2 WRITE_ONLY qp 0x000101 psn 2 ACK_REQ ..."; "RoCEv2 ACKNOWLEDGE ... NAK PSN sequence error (0x60)".
+std::string describe_rocev2(std::span<const uint8_t> frame);
 // SACK bits as ranges of bit indices: "{0-2, 7}".
 std::string sack_text(const uint8_t sack[32]);
 
@@ -110,6 +124,20 @@ class CaseContext {
   // READ_REQ message msg_seq of `stream` for `length` bytes at addr.
   Outgoing read_request(const DutConnection& c, uint16_t stream, uint32_t msg_seq, uint64_t addr, uint32_t length,
                         uint8_t path, uint32_t seq, uint32_t floor) const;
+
+  // RoCEv2 (§12), on a connection opened with ConnectionRequest::rocev2: a
+  // WRITE_ONLY of message msg_seq (its slot's Peer.Verify pattern with the
+  // message header, or `payload` instead) at `psn`, as a whole frame on the
+  // suite's RoCEv2 flow with its ICRC sealed.
+  std::vector<uint8_t> rocev2_write(const DutConnection& c, uint32_t psn, uint32_t msg_seq, bool ack_req,
+                                    const std::vector<uint8_t>* payload = nullptr) const;
+  void send_rocev2(std::span<const uint8_t> frame, const std::string& note = "");
+  // Reads the DUT's RoCEv2 frames until done() holds or the answer timeout
+  // passes; then checks each for well-formedness: it decodes with its ICRC
+  // intact and is an ACKNOWLEDGE to one of the case's QPs (a responder sends
+  // nothing else). False on timeout.
+  bool collect_rocev2_until(const std::function<bool()>& done);
+  const std::vector<std::unique_ptr<RoceAnswer>>& rocev2_answers() const { return rocev2_answers_; }
 
   // From now on every data packet the DUT sends (responses, PROBEs) is
   // acknowledged at once, as a requester would (§6): the suite's ACKs carry
@@ -172,7 +200,8 @@ class CaseContext {
  private:
   static Outgoing header(const DutConnection& c, wire::Opcode op, uint8_t flags, uint16_t stream, uint32_t msg_seq,
                          uint8_t path, uint32_t seq, uint32_t floor);
-  void record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment);
+  void record(bool from_dut, std::span<const uint8_t> packet, wire::Ecn ecn, std::string comment,
+              bool whole_frame = false);
   void check_well_formed(const Answer& a);
   void acknowledge(const Answer& a);
   bool owns_tool_id(uint32_t id) const;
@@ -191,6 +220,8 @@ class CaseContext {
   std::vector<uint32_t> regions_;
   std::vector<std::unique_ptr<Answer>> answers_;
   size_t checked_ = 0;  // answers already checked for well-formedness
+  std::vector<std::unique_ptr<RoceAnswer>> rocev2_answers_;
+  size_t rocev2_checked_ = 0;
   bool acknowledge_ = false;
   // Per DUT path: the seqs received from the DUT (for the suite's own ACKs).
   std::map<uint8_t, std::set<uint32_t>> dut_seqs_;

@@ -611,6 +611,97 @@ void completion_requester_order(CaseContext& ctx) {
              (o.ended ? o.state : "still " + o.state) + (o.error.empty() ? "" : ": " + o.error));
 }
 
+// ---------------------------------------------------------------- RoCEv2
+
+// The DUT's RoCEv2 answers from index `from` on, one per line (for failures).
+std::string rocev2_answers_text(const CaseContext& ctx, size_t from) {
+  std::string s;
+  for (size_t i = from; i < ctx.rocev2_answers().size(); ++i)
+    s += (s.empty() ? "" : "; ") + describe_rocev2(*ctx.rocev2_answers()[i]->frame);
+  return s.empty() ? "nothing" : s;
+}
+
+// Reads RoCEv2 answers until one at index >= from is an ACK (not a NAK) of
+// `psn`: the fence. The responder answers in arrival order, so every answer to
+// what was sent before the packet this ACK answers is then in hand. Returns
+// its index; fails the case when none comes.
+size_t await_rocev2_ack(CaseContext& ctx, size_t from, uint32_t psn, const std::string& what) {
+  size_t found = 0;
+  const auto& answers = ctx.rocev2_answers();
+  const bool ok = ctx.collect_rocev2_until([&] {
+    for (size_t i = from; i < answers.size(); ++i)
+      if (answers[i]->is_ack() && answers[i]->view.psn == psn) {
+        found = i;
+        return true;
+      }
+    return false;
+  });
+  if (!ok)
+    throw CaseFailure(format("expected %s within %lld ms; seen %s", what.c_str(),
+                             static_cast<long long>(ctx.options().answer_timeout.count()),
+                             rocev2_answers_text(ctx, from).c_str()));
+  return found;
+}
+
+// The answers in [from, fence] are exactly one NAK PSN sequence error for
+// `epsn`, then the fence ACK.
+void expect_one_sequence_nak(CaseContext& ctx, size_t from, size_t fence, uint32_t epsn, const std::string& when) {
+  const auto& answers = ctx.rocev2_answers();
+  const bool ok = fence == from + 1 && answers[from]->is_nak() &&
+                  answers[from]->syndrome() == mw::rocev2::kSyndromeNakPsnSeqError && answers[from]->view.psn == epsn;
+  ctx.expect(ok,
+             format("%s: exactly one NAK, PSN sequence error (0x%02x) carrying the expected PSN %u, then the fence's "
+                    "ACK (§12: one NAK on the first out-of-sequence PSN, then every new request is dropped until the "
+                    "expected PSN arrives; duplicates are still answered)",
+                    when.c_str(), mw::rocev2::kSyndromeNakPsnSeqError, epsn),
+             rocev2_answers_text(ctx, from));
+}
+
+// The RoCEv2 baseline's responder (§12, go-back-N as the InfiniBand
+// Architecture Specification Vol. 1 has it for RC): PSN n+2 with n+1 missing
+// draws one NAK carrying n+1; further new requests are dropped without an
+// answer until n+1 arrives, duplicates are still acknowledged; nothing out of
+// sequence is placed. The suite's duplicate of the last in-sequence PSN is the
+// fence: its ACK (PSN = ePSN - 1, which is the duplicate's own PSN here) comes
+// after every answer to what was sent before it.
+void rocev2_nak_first_oos_psn(CaseContext& ctx) {
+  ConnectionRequest r;
+  r.rocev2 = true;
+  r.paths = 1;
+  const DutConnection& c = ctx.open(r);
+  const std::vector<uint8_t> poison = CaseContext::poison(kChunk);
+  ctx.send_rocev2(ctx.rocev2_write(c, 0, 0, true), "message 0 in sequence");
+  const size_t first = await_rocev2_ack(ctx, 0, 0, "an ACK of PSN 0, the in-sequence WRITE with AckReq (§12)");
+  ctx.expect(first == 0, "only the ACK of PSN 0 for an in-sequence WRITE (§12)", rocev2_answers_text(ctx, 0));
+
+  // PSN 1 lost: PSN 2 is the first out of sequence, PSN 3 the next (both poison).
+  ctx.send_rocev2(ctx.rocev2_write(c, 2, 2, true, &poison), "PSN 1 skipped: the first out-of-sequence PSN, poison");
+  ctx.send_rocev2(ctx.rocev2_write(c, 3, 3, true, &poison), "out of sequence again before the hole is filled, poison");
+  ctx.send_rocev2(ctx.rocev2_write(c, 0, 0, true), "PSN 0 again: a duplicate, the fence");
+  const size_t fence = await_rocev2_ack(ctx, first + 1, 0, "an ACK of PSN 0 answering the duplicate (the fence)");
+  expect_one_sequence_nak(ctx, first + 1, fence, 1, "for PSNs 2 and 3 with PSN 1 missing");
+  VerifyOutcome v = ctx.verify(c, "write", kChunk, {1});
+  ctx.expect(v.ok, "message 0 placed, and nothing of the out-of-sequence PSNs 2 and 3 (§12: dropped)",
+             "Peer.Verify: " + v.detail);
+
+  // The requester goes back to PSN 1: PSNs 1-3 with messages 1-3's bytes.
+  ctx.send_rocev2(ctx.rocev2_write(c, 1, 1, false), "the hole filled: go back to PSN 1");
+  ctx.send_rocev2(ctx.rocev2_write(c, 2, 2, false));
+  ctx.send_rocev2(ctx.rocev2_write(c, 3, 3, true));
+  const size_t filled = await_rocev2_ack(ctx, fence + 1, 3, "an ACK of PSN 3 once PSNs 1-3 arrived in sequence");
+  for (size_t i = fence + 1; i <= filled; ++i)
+    ctx.expect(ctx.rocev2_answers()[i]->is_ack(), "no NAK once the expected PSN arrived and the rest in sequence",
+               rocev2_answers_text(ctx, fence + 1));
+
+  // A new gap draws its own NAK: PSN 5 with PSN 4 missing; PSN 3 again is the fence.
+  ctx.send_rocev2(ctx.rocev2_write(c, 5, 5, true, &poison), "PSN 4 skipped: a new gap, poison");
+  ctx.send_rocev2(ctx.rocev2_write(c, 3, 3, true), "PSN 3 again: a duplicate, the fence");
+  const size_t again = await_rocev2_ack(ctx, filled + 1, 3, "an ACK of PSN 3 answering the duplicate (the fence)");
+  expect_one_sequence_nak(ctx, filled + 1, again, 4, "for PSN 5 with PSN 4 missing (a new gap after the first was filled)");
+  v = ctx.verify(c, "write", kChunk, {4});
+  ctx.expect(v.ok, "messages 0-3 placed, and nothing of the out-of-sequence PSN 5", "Peer.Verify: " + v.detail);
+}
+
 }  // namespace
 
 const std::vector<CaseInfo>& catalogue() {
@@ -693,6 +784,13 @@ const std::vector<CaseInfo>& catalogue() {
        "message 1 in full, then message 0",
        "the job DONE with no completion error and no first error (its driver names a completion out of post order)",
        completion_requester_order},
+      {"rocev2.nak-first-oos-psn", "§12", "the RoCEv2 responder NAKs the first out-of-sequence PSN once (go-back-N)",
+       "a RoCEv2 RC QP: WRITE_ONLY PSN 0; PSNs 2 and 3 (poison; PSN 1 skipped); PSN 0 again (a duplicate, the fence); "
+       "PSNs 1-3 (the hole filled); PSN 5 (poison; PSN 4 skipped); PSN 3 again (the fence)",
+       "ACK PSN 0; then exactly one NAK PSN sequence error (0x60) with PSN 1 and the duplicate's ACK PSN 0, nothing for "
+       "PSN 3; no NAK for PSNs 1-3, ACK PSN 3; one NAK with PSN 4, the duplicate's ACK PSN 3; Peer.Verify: messages "
+       "0-3 placed, no poison",
+       rocev2_nak_first_oos_psn},
   };
   return cases;
 }

@@ -26,6 +26,7 @@
 #include "metaroce/v1/connection.grpc.pb.h"
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/traffic.grpc.pb.h"
+#include "metaroce/wire/rocev2.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::conformance {
@@ -157,6 +158,7 @@ class GrpcDut final : public Dut {
       std::filesystem::remove_all(server_dir_, ec);
     }
     if (fd_ >= 0) ::close(fd_);
+    if (rocev2_fd_ >= 0) ::close(rocev2_fd_);
   }
 
   void start() {
@@ -185,6 +187,7 @@ class GrpcDut final : public Dut {
   }
 
   DutConnection open(const ConnectionRequest& r) override {
+    if (r.rocev2) open_rocev2_socket();  // before the DUT's QP exists: its answers must find the socket
     v1::AcceptRequest req;
     req.set_requester_name("metaroce-conformance");
     req.set_requester_endpoint(ip_text(local_ip_));
@@ -195,7 +198,7 @@ class GrpcDut final : public Dut {
     req.set_recv_message_bytes(r.recv_message_bytes);
     req.set_requester_planes(1);
     v1::ConnectionParams& p = *req.mutable_params();
-    p.set_transport(v1::TRANSPORT_METAROCE);
+    p.set_transport(r.rocev2 ? v1::TRANSPORT_ROCEV2 : v1::TRANSPORT_METAROCE);
     p.set_paths(r.paths);
     p.set_streams(r.streams);
     p.set_queue_depth(r.queue_depth);
@@ -404,6 +407,60 @@ class GrpcDut final : public Dut {
                      std::strerror(errno));
   }
 
+  void send_rocev2(std::span<const uint8_t> frame) override {
+    const auto udp = wire::decode_udp_frame(frame);
+    if (!udp || rocev2_fd_ < 0)
+      throw DutError("internal: a RoCEv2 frame that is not Eth/IPv4/UDP, or no RoCEv2 connection opened");
+    const sockaddr_in to = address(dut_ip_, wire::rocev2::kUdpPort);
+    iovec iov{const_cast<uint8_t*>(udp->payload.data()), udp->payload.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_name = const_cast<sockaddr_in*>(&to);
+    msg.msg_namelen = sizeof to;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = IPPROTO_IP;
+    cm->cmsg_type = IP_TOS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    const int tos = (udp->dscp << 2) | static_cast<int>(udp->ecn);  // masked in the ICRC (§12)
+    std::memcpy(CMSG_DATA(cm), &tos, sizeof tos);
+    if (sendmsg(rocev2_fd_, &msg, 0) != static_cast<ssize_t>(udp->payload.size()))
+      throw DutError("sending to " + ip_text(dut_ip_) + ":" + std::to_string(wire::rocev2::kUdpPort) + " failed: " +
+                     std::strerror(errno));
+  }
+
+  // The frame as the DUT sent it: a UDP socket does not show the IPv4
+  // header, so it is rebuilt as kernel UDP sockets send it (id 0, DF; TOS,
+  // TTL and checksum are masked in the ICRC) around the datagram.
+  std::optional<std::vector<uint8_t>> receive_rocev2(std::chrono::milliseconds timeout) override {
+    if (rocev2_fd_ < 0) return std::nullopt;
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      pollfd p{rocev2_fd_, POLLIN, 0};
+      const int n = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (n <= 0) return std::nullopt;
+      std::vector<uint8_t> frame(wire::kUdpFrameHeaderBytes + wire::kMaxFrameBytes);
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      const ssize_t got = recvfrom(rocev2_fd_, frame.data() + wire::kUdpFrameHeaderBytes, wire::kMaxFrameBytes, 0,
+                                   reinterpret_cast<sockaddr*>(&from), &len);
+      if (got < 0) continue;
+      if (ntohl(from.sin_addr.s_addr) != dut_ip_) continue;  // only the DUT's endpoint speaks to the suite
+      wire::UdpFlow back = rocev2_flow_to_dut();
+      std::swap(back.src_ip, back.dst_ip);
+      std::swap(back.src_mac, back.dst_mac);
+      back.src_port = ntohs(from.sin_port);
+      back.dst_port = wire::rocev2::kUdpPort;
+      frame.resize(wire::kUdpFrameHeaderBytes + static_cast<size_t>(got));
+      wire::encode_udp_headers(frame, back, wire::Ecn::kNotEct, 0, static_cast<size_t>(got));
+      return frame;
+    }
+  }
+
   wire::UdpFlow flow_to_dut() const override {
     wire::UdpFlow f;
     f.src_ip = local_ip_;
@@ -488,6 +545,32 @@ class GrpcDut final : public Dut {
                           " failed: " + std::strerror(errno) +
                           " (the suite sends and listens on the DUT's MetaRoCE port, §1.2)");
     local_port_ = dut_port_;
+  }
+
+  // The suite's RoCEv2 socket on its own address and UDP 4791, where the
+  // DUT's RoCEv2 answers go (§12: RoCEv2 always goes to 4791), opened the
+  // first time a case opens a RoCEv2 QP.
+  void open_rocev2_socket() {
+    if (rocev2_fd_ >= 0) return;
+    rocev2_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (rocev2_fd_ < 0) throw DutError(std::string("socket() failed: ") + std::strerror(errno));
+    const sockaddr_in me = address(local_ip_, wire::rocev2::kUdpPort);
+    if (bind(rocev2_fd_, reinterpret_cast<const sockaddr*>(&me), sizeof me) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(rocev2_fd_);
+      rocev2_fd_ = -1;
+      throw DutSetupError("--local-ip: binding " + ip_text(local_ip_) + ":" + std::to_string(wire::rocev2::kUdpPort) +
+                          " failed: " + why + " (the DUT sends its RoCEv2 answers to UDP " +
+                          std::to_string(wire::rocev2::kUdpPort) + " of the suite's address, §12)");
+    }
+  }
+
+  static sockaddr_in address(uint32_t ip, uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(ip);
+    a.sin_port = htons(port);
+    return a;
   }
 
   // The Peer.Accept of the DUT's job `job_id`, waiting up to `timeout`. A job
@@ -624,6 +707,7 @@ class GrpcDut final : public Dut {
   uint32_t dut_ip_ = 0, local_ip_ = 0;
   uint16_t dut_port_ = 0, local_port_ = 0;
   int fd_ = -1;
+  int rocev2_fd_ = -1;  // the suite's RoCEv2 socket, local_ip:4791 (open_rocev2_socket)
 };
 
 }  // namespace

@@ -29,6 +29,10 @@ bool write_failure_pcaps(RunSummary& run, const std::string& dir, std::string* e
     }
     std::vector<uint8_t> frame;
     for (const CaseFrame& f : r.frames) {
+      if (f.whole_frame) {
+        w.write(0, f.time_ns, f.packet, f.comment);
+        continue;
+      }
       frame.assign(wire::kUdpFrameHeaderBytes + f.packet.size(), 0);
       if (wire::encode_udp_headers(frame, f.from_dut ? back : run.flow, f.ecn, 0, f.packet.size()) == 0) continue;
       std::copy(f.packet.begin(), f.packet.end(), frame.begin() + wire::kUdpFrameHeaderBytes);

@@ -12,6 +12,7 @@
 #include "metaroce/datapath/netns.h"
 #include "metaroce/datapath/scheduling.h"
 #include "metaroce/lab/config.h"
+#include "metaroce/wire/rocev2.h"
 
 namespace metaroce::daemon {
 
@@ -25,10 +26,10 @@ datapath::PortConfig make_port_config(const std::string& datapath, const std::st
   c.name = name;
   c.ifname = ifname;
   c.frame_size = frame_size;
+  if (datapath == "afxdp" || datapath == "udp") c.udp_ports = udp_ports;  // afxdp: redirected to us; udp: bound and read
   if (datapath == "afxdp") {
     c.xdp_mode = xdp_mode;
     c.bridge_mode = bridge;
-    c.udp_ports = udp_ports;
   } else if (datapath == "dpdk") {
     // The EAL is set up once per process. The defaults suit veth lab hosts;
     // a PCI device needs the PCI bus and hugepages (its DMA memory), so it
@@ -88,7 +89,7 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
   for (size_t p = 0; p < config.interfaces.size(); ++p) {
     datapath::PortConfig pc = make_port_config(
         config.datapath, config.interfaces[p], "plane" + std::to_string(p), config.frame_size, config.xdp_mode, false,
-        {config.udp_port, 4791}, config.eal_args, static_cast<uint32_t>(p),
+        {config.udp_port, wire::rocev2::kUdpPort}, config.eal_args, static_cast<uint32_t>(p),
         "mrd-" + daemon_name + "-" + std::to_string(getpid()), p < config.dpdk_devices.size() ? config.dpdk_devices[p] : "");
     if (config.datapath == "udp") {
       pc.local_ip = lab::ip_to_string(config.ip);
@@ -96,6 +97,14 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
     }
     std::string err;
     auto port = datapath::open_port(pc, &err);
+    if (!port && config.datapath == "udp" && err.rfind("udp_ports: ", 0) == 0) {
+      // Not a port the operator chose: the fixed RoCEv2 port on the endpoint's own address.
+      *error = "endpoint.address: " + pc.local_ip + " cannot take RoCEv2's UDP port " +
+               std::to_string(wire::rocev2::kUdpPort) + " (" + err.substr(11) +
+               "); the udp datapath listens there besides endpoint.udp_port, so every endpoint on a host needs an "
+               "address of its own (on lo any 127.x.y.z)";
+      return nullptr;
+    }
     if (!port) {
       *error = "endpoint.interfaces[" + std::to_string(p) + "] (" + config.interfaces[p] + "): " + err;
       return nullptr;

@@ -19,8 +19,11 @@
 //     are never closed while the port is open, so a long-running daemon with
 //     many connections reaches the cap. The frame's MACs, IP TTL and source
 //     IP are not used: the kernel sends from local_ip.
-// rx: the main socket (local_ip:local_port) and every entropy socket (peers
-//     may reply to a path's source port) are read with recvmmsg() into
+// rx: the main socket (local_ip:local_port), a listening socket per further
+//     port in PortConfig::udp_ports (local_ip:4791 for RoCEv2, which peers
+//     send to whatever the endpoint's own port; opened with the port, a bind
+//     failure fails the open) and every entropy socket (peers may reply to a
+//     path's source port) are read with recvmmsg() into
 //     preallocated frame buffers, payload first at offset 42, then the
 //     Ethernet/IPv4/UDP headers are written in front of it: real source and
 //     destination IPs (IP_PKTINFO) and ports, the received DSCP/ECN
@@ -136,9 +139,9 @@ class UdpPort final : public Port {
         rx_iov_(new iovec[config.burst]()),
         rx_names_(new sockaddr_in[config.burst]()),
         rx_cmsg_(new RxCmsg[config.burst]()),
-        events_(new epoll_event[kUdpMaxSourcePorts + 1]()) {
+        events_(new epoll_event[kUdpMaxSourcePorts + 1 + config.udp_ports.size()]()) {
     std::fill_n(port_to_socket_.get(), 65536, kNoSocket);
-    sockets_.reserve(kUdpMaxSourcePorts + 1);
+    sockets_.reserve(kUdpMaxSourcePorts + 1 + config.udp_ports.size());
   }
 
   ~UdpPort() override {
@@ -146,8 +149,9 @@ class UdpPort final : public Port {
     if (epoll_fd_ >= 0) close(epoll_fd_);
   }
 
-  // Opens the epoll fd and the main socket. False with *error on failure.
-  bool start(uint16_t local_port, std::string* error) {
+  // Opens the epoll fd, the main socket and a listening socket per further
+  // port in udp_ports. False with *error on failure.
+  bool start(uint16_t local_port, const std::vector<uint16_t>& udp_ports, std::string* error) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) {
       *error = std::string("kind: epoll_create1 failed: ") + std::strerror(errno);
@@ -165,6 +169,16 @@ class UdpPort final : public Port {
       return false;
     }
     port_to_socket_[local_port_] = 0;
+    for (uint16_t port : udp_ports) {
+      if (port == 0 || port_to_socket_[port] != kNoSocket) continue;  // 0: none; local_port: the main socket
+      const int extra = open_socket(local_ip_, port, &field, &why);
+      if (extra < 0 || !add_socket(extra, port, &why)) {
+        *error = "udp_ports: " + why;
+        return false;
+      }
+      port_to_socket_[port] = static_cast<int16_t>(sockets_.size() - 1);  // frames from this port leave from it
+    }
+    fixed_sockets_ = sockets_.size();
     return true;
   }
 
@@ -272,7 +286,7 @@ class UdpPort final : public Port {
   UdpPortInfo info() const {
     UdpPortInfo i = info_;
     i.local_port = local_port_;
-    i.source_sockets = static_cast<uint32_t>(sockets_.size() - 1);
+    i.source_sockets = static_cast<uint32_t>(sockets_.size() - fixed_sockets_);
     return i;
   }
 
@@ -312,7 +326,7 @@ class UdpPort final : public Port {
   int16_t socket_for(uint16_t port) {
     const int16_t s = port_to_socket_[port];
     if (s != kNoSocket) return s;
-    if (port == 0 || sockets_.size() >= kUdpMaxSourcePorts + 1) return port_to_socket_[port] = kSocketFailed;
+    if (port == 0 || sockets_.size() >= fixed_sockets_ + kUdpMaxSourcePorts) return port_to_socket_[port] = kSocketFailed;
     std::string field, why;
     const int fd = open_socket(local_ip_, port, &field, &why);
     if (fd < 0 || !add_socket(fd, port, &why)) return port_to_socket_[port] = kSocketFailed;
@@ -399,7 +413,8 @@ class UdpPort final : public Port {
   const uint32_t rx_slots_;
   uint16_t local_port_ = 0;
   int epoll_fd_ = -1;
-  std::vector<Socket> sockets_;  // [0] = main socket; the rest entropy sockets
+  std::vector<Socket> sockets_;  // [0] = main socket, then the udp_ports' listening sockets, then entropy sockets
+  size_t fixed_sockets_ = 1;     // the main and listening sockets: not entropy sockets, not capped
   std::unique_ptr<int16_t[]> port_to_socket_;
   // tx queue: a ring of ring_size slots, payloads in tx_data_
   std::unique_ptr<TxSlot[]> tx_slots_;
@@ -446,7 +461,7 @@ std::unique_ptr<Port> open_udp_port(const PortConfig& config, std::string* error
     return nullptr;
   }
   auto port = std::make_unique<UdpPort>(config, *ip);
-  if (!port->start(config.local_port, error)) return nullptr;
+  if (!port->start(config.local_port, config.udp_ports, error)) return nullptr;
   return port;
 }
 

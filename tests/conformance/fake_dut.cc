@@ -7,6 +7,7 @@
 
 #include "case_context.h"  // pattern_word, message_header: the Peer.Verify pattern
 #include "metaroce/wire/crc.h"
+#include "metaroce/wire/rocev2.h"
 
 namespace conformance_test {
 
@@ -126,6 +127,68 @@ void FakeDut::send(std::span<const uint8_t> packet, mw::Ecn ecn) {
     return;
   }
   on_packet(it->second, v, ecn == mw::Ecn::kCe);
+}
+
+// §12's responder: only the expected PSN is placed and acknowledged (when it
+// asks, AckReq); the first out-of-sequence PSN of a gap draws one NAK carrying
+// the expected PSN, later ones nothing until it arrives; a duplicate is
+// acknowledged with ePSN - 1 and not placed again.
+void FakeDut::send_rocev2(std::span<const uint8_t> frame) {
+  namespace rv = mw::rocev2;
+  const auto udp = mw::decode_udp_frame(frame);
+  rv::PacketView v;
+  if (!udp || udp->flow.dst_port != rv::kUdpPort || !rv::decode(frame, udp->payload, v)) return;  // dropped silently
+  auto it = conns_.find(v.dest_qp);
+  if (it == conns_.end() || !it->second.request.rocev2 || v.opcode == rv::Opcode::kAcknowledge) return;
+  Conn& c = it->second;
+  auto place = [&]() -> uint8_t {  // 0, or the NAK syndrome
+    if (v.opcode != rv::Opcode::kWriteOnly || !v.reth || v.reth->dma_len.get() != v.payload.size())
+      return rv::kSyndromeNakInvalidRequest;  // the suite sends one-packet WRITEs only
+    uint8_t* dst = nullptr;
+    if (check(v.reth->rkey.get(), v.reth->va.get(), v.payload.size(), Right::kWrite, &dst) != 0)
+      return rv::kSyndromeNakRemoteAccess;
+    std::memcpy(dst, v.payload.data(), v.payload.size());
+    return 0;
+  };
+  const int32_t d = static_cast<int32_t>((v.psn - c.epsn) << 8) >> 8;  // 24-bit PSN distance
+  if (d < 0) return rocev2_answer(c, udp->flow, rv::kSyndromeAck, (c.epsn - 1) & rv::kPsnMask);
+  if (d > 0) {
+    if (bugs_.place_oos_psn) place();
+    if (bugs_.never_nak_oos_psn || (c.nak_sent && !bugs_.nak_every_oos_psn)) return;
+    c.nak_sent = true;
+    return rocev2_answer(c, udp->flow, rv::kSyndromeNakPsnSeqError, c.epsn);
+  }
+  if (const uint8_t nak = place(); nak != 0) return rocev2_answer(c, udp->flow, nak, c.epsn);
+  c.epsn = (c.epsn + 1) & rv::kPsnMask;
+  c.nak_sent = false;
+  ++c.msn;
+  if (v.ack_req) rocev2_answer(c, udp->flow, rv::kSyndromeAck, (c.epsn - 1) & rv::kPsnMask);
+}
+
+void FakeDut::rocev2_answer(const Conn& c, const mw::UdpFlow& request, uint8_t syndrome, uint32_t psn) {
+  namespace rv = mw::rocev2;
+  mw::UdpFlow back = request;
+  std::swap(back.src_ip, back.dst_ip);
+  std::swap(back.src_mac, back.dst_mac);
+  back.src_port = 49152;  // the fake QP's source port (entropy); RoCEv2 goes to 4791
+  back.dst_port = rv::kUdpPort;
+  rv::Aeth aeth{};
+  aeth.syndrome = syndrome;
+  mw::store_be24(aeth.msn, c.msn & rv::kPsnMask);
+  const size_t udp_len = rv::payload_bytes(rv::Opcode::kAcknowledge, 0);
+  std::vector<uint8_t> out(mw::kUdpFrameHeaderBytes + udp_len);
+  mw::encode_udp_headers(out, back, mw::Ecn::kNotEct, 0, udp_len);
+  rv::encode(std::span<uint8_t>(out).subspan(mw::kUdpFrameHeaderBytes), rv::Opcode::kAcknowledge, c.request.tool_id,
+             psn, false, nullptr, nullptr, &aeth, {});
+  rv::seal_icrc(out);
+  rocev2_out_.push_back(std::move(out));
+}
+
+std::optional<std::vector<uint8_t>> FakeDut::receive_rocev2(std::chrono::milliseconds) {
+  if (rocev2_out_.empty()) return std::nullopt;
+  auto f = std::move(rocev2_out_.front());
+  rocev2_out_.pop_front();
+  return f;
 }
 
 void FakeDut::advance(PathRx& p) {

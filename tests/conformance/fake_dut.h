@@ -6,7 +6,8 @@
 // shipped engine's hot path knows about them.
 //
 // It answers synchronously: send() processes the packet and queues the
-// answers, receive() hands them out (nullopt when none is queued). As a
+// answers, receive() hands them out (nullopt when none is queued); likewise
+// send_rocev2() and receive_rocev2() for its RoCEv2 RC responder (§12). As a
 // sender (start_sender) it writes its job's messages on path 0 at once and
 // reacts to the suite's ACKs as §11.4 says (reorder threshold 1, no timers).
 #pragma once
@@ -45,6 +46,10 @@ struct Bugs {
   bool no_fast_retransmit = false;     // a SACKed hole is never retransmitted (it has no timer either)
   bool retransmit_same_seq = false;    // a retransmission reuses the lost packet's path_seq
   bool complete_reads_in_arrival_order = false;  // a READ completes when its response is in, not in post order
+  // As a RoCEv2 responder (§12):
+  bool nak_every_oos_psn = false;      // every out-of-sequence request is NAKed, not only the first of a gap
+  bool never_nak_oos_psn = false;      // out-of-sequence requests are dropped unanswered (only a timer recovers)
+  bool place_oos_psn = false;          // an out-of-sequence WRITE is placed (and NAKed all the same)
 };
 
 class FakeDut final : public metaroce::conformance::Dut {
@@ -67,6 +72,8 @@ class FakeDut final : public metaroce::conformance::Dut {
   void stop_sender(const metaroce::conformance::SenderConnection& connection) override;
   void send(std::span<const uint8_t> packet, metaroce::wire::Ecn ecn) override;
   std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) override;
+  void send_rocev2(std::span<const uint8_t> frame) override;
+  std::optional<std::vector<uint8_t>> receive_rocev2(std::chrono::milliseconds timeout) override;
 
  private:
   struct Region {
@@ -102,6 +109,10 @@ class FakeDut final : public metaroce::conformance::Dut {
     std::vector<PathRx> paths;
     std::vector<Stream> streams;
     uint32_t tx_seq = 0;  // the fake's own path 0 sequence (its responses)
+    // RoCEv2 QP (request.rocev2): the responder's expected PSN, and whether
+    // the current gap was NAKed already.
+    uint32_t epsn = 0, msn = 0;
+    bool nak_sent = false;
   };
 
   // A job of the fake toward the suite (path 0 only).
@@ -129,6 +140,7 @@ class FakeDut final : public metaroce::conformance::Dut {
   void on_write(Conn& c, const metaroce::wire::PacketView& v);
   void on_atomic(Conn& c, const metaroce::wire::PacketView& v);
   void on_read(Conn& c, const metaroce::wire::PacketView& v);
+  void rocev2_answer(const Conn& c, const metaroce::wire::UdpFlow& request, uint8_t syndrome, uint32_t psn);
   void advance(PathRx& p);
   void ack(Conn& c, uint8_t path);
   void nak(uint32_t dst, uint32_t src, const metaroce::wire::PacketView& v, metaroce::wire::NakCode code);
@@ -145,6 +157,7 @@ class FakeDut final : public metaroce::conformance::Dut {
   std::map<uint32_t, Sender> senders_;  // running jobs, by the fake's connection id
   std::map<uint64_t, metaroce::conformance::SenderOutcome> ended_;  // by job id
   std::deque<std::vector<uint8_t>> out_;
+  std::deque<std::vector<uint8_t>> rocev2_out_;  // whole frames
 };
 
 }  // namespace conformance_test

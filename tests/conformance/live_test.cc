@@ -46,12 +46,13 @@ class UdpDaemon {
       : dir_(fs::temp_directory_path() / ("mrconf-" + std::to_string(getpid()))) {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "token") << kToken << "\n";
-    // A port of its own per test process; the suite's socket takes 127.0.0.2.
+    // A port and an address of its own per test process (the DUT also listens
+    // on its address's UDP 4791 for RoCEv2); the suite takes the partner address.
     const int port = 20000 + (getpid() + 7919) % 20000;
     std::ofstream(dir_ / "dut.yaml") << "name: dut\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir_ / "dut.sock").string()
                                      << "\n  token_file: token\n" << control_extra
                                      << "endpoint:\n  datapath: udp\n  interfaces: [lo]\n"
-                                     << "  address: 127.0.0.1\n  udp_port: " << port
+                                     << "  address: " << ip_ << "\n  udp_port: " << port
                                      << "\n  mac: 02:00:7f:00:00:01\n  inbound_capacity_bps: 10e9\n";
     pid_ = spawn({METAROCED_PATH, "--config", (dir_ / "dut.yaml").string()}, (dir_ / "dut.log").string());
     address_ = "unix://" + (dir_ / "dut.sock").string();
@@ -86,11 +87,13 @@ class UdpDaemon {
   }
 
   const std::string& address() const { return address_; }
+  const std::string& endpoint_ip() const { return ip_; }
   fs::path file(const std::string& name) const { return dir_ / name; }
   std::string log() const { return slurp((dir_ / "dut.log").string()); }
 
  private:
   fs::path dir_;
+  std::string ip_ = daemon_test::loopback_ip(0);
   pid_t pid_ = -1;
   std::string address_;
 };
@@ -156,9 +159,10 @@ TEST(ConformanceLive, SelectedCasesJsonOutputAndClearUsageErrors) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--target: empty address (allowed: unix:///path, unix:path or host:port)"), std::string::npos)
       << r.err;
-  r = dut.ctl({"conformance", "run", "--target", dut.address(), "--local-ip", "127.0.0.1"});
+  r = dut.ctl({"conformance", "run", "--target", dut.address(), "--local-ip", dut.endpoint_ip()});
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("--local-ip: must differ from the DUT's endpoint address 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--local-ip: must differ from the DUT's endpoint address " + dut.endpoint_ip()), std::string::npos)
+      << r.err;
   r = dut.ctl({"conformance", "run", "--target", dut.address(), "--answer-timeout", "5ms"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("--answer-timeout: allowed range [10ms, 60s] (got 5ms)"), std::string::npos) << r.err;
@@ -176,7 +180,9 @@ const char* const kDutSenderCases = "retransmit.exact-hole,completion.requester-
 // makes them: a CA; the suite's Peer service certificate (server use, IP
 // SANs 127.0.0.1 and 127.0.0.2, the addresses the DUT dials); a DUT daemon's
 // client certificate; and a client certificate of another CA, which the suite
-// must refuse.
+// must refuse. With --peer-listen 0.0.0.0 the DUT dials the suite's packet
+// address, the partner of the DUT's own (daemon_test::loopback_ip(1)), which
+// the certificate names too.
 class TestPki {
  public:
   TestPki() : dir_(fs::temp_directory_path() / ("mrconf-pki-" + std::to_string(getpid()))) {
@@ -184,7 +190,8 @@ class TestPki {
     fs::create_directories(dir_);
     ok_ = new_ca("ca") && new_ca("rogue-ca") &&
           issue("ca", "suite",
-                "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,IP:127.0.0.2\nextendedKeyUsage=serverAuth\n") &&
+                "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,IP:" + daemon_test::loopback_ip(1) +
+                    "\nextendedKeyUsage=serverAuth\n") &&
           issue("ca", "dut", "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n") &&
           issue("rogue-ca", "rogue-dut", "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n");
   }
@@ -268,14 +275,15 @@ TEST(ConformanceLive, DutSenderCasesReachTheSuitesPeerServiceOverTcpWithMutualTl
   ASSERT_EQ(j["cases"].size(), 2u) << j.dump(2);
   for (const auto& c : j["cases"]) EXPECT_EQ(c["result"], "PASS") << c.dump(2);
 
-  // Listening on every address: the DUT is told the suite's packet address (127.0.0.2 on loopback).
+  // Listening on every address: the DUT is told the suite's packet address
+  // (on loopback the partner of the DUT's, loopback_ip(1)).
   auto wildcard = pki.suite_flags();
   wildcard[1] = "0.0.0.0:0";
   r = dut.ctl(joined({"conformance", "run", "--target", dut.address(), "--cases", kDutSenderCases, "--peer-token-file",
                       token_file},
                      wildcard));
   EXPECT_EQ(r.status, 0) << r.out << r.err << dut.log();
-  EXPECT_NE(r.out.find("its Peer service at 127.0.0.2:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("its Peer service at " + daemon_test::loopback_ip(1) + ":"), std::string::npos) << r.out;
 
   // The right certificate but another token: the DUT's Peer.Accept is refused, and said so.
   std::ofstream(dut.file("other-token")) << "another-token-0123456789\n";

@@ -19,6 +19,7 @@
 
 #include "case_context.h"
 #include "fake_dut.h"
+#include "metaroce/capture/pcapng.h"
 #include "metaroce/conformance/report.h"
 #include "metaroce/conformance/suite.h"
 #include "metaroce/daemon/traffic.h"
@@ -63,7 +64,7 @@ TEST(ConformanceCatalogue, EveryCaseHasAnIdASpecSectionAndWhatItSendsAndExpects)
     EXPECT_FALSE(c.title.empty() || c.sends.empty() || c.expects.empty()) << c.id;
     EXPECT_NE(c.run, nullptr) << c.id;
   }
-  EXPECT_GE(ids.size(), 19u);
+  EXPECT_GE(ids.size(), 22u);
 }
 
 TEST(ConformanceSelect, GlobsSelectInCatalogueOrderAndBadPatternsNameTheFlag) {
@@ -152,6 +153,12 @@ TEST(ConformanceFake, EachBrokenResponderFailsExactlyTheCasesThatCheckItsBug) {
        {"retransmit.exact-hole"}},
       {"requester completes READs in arrival order", with([](Bugs& b) { b.complete_reads_in_arrival_order = true; }),
        {"completion.requester-order"}},
+      {"RoCEv2 responder NAKs every out-of-sequence PSN", with([](Bugs& b) { b.nak_every_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
+      {"RoCEv2 responder never NAKs an out-of-sequence PSN", with([](Bugs& b) { b.never_nak_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
+      {"RoCEv2 responder places out-of-sequence WRITEs", with([](Bugs& b) { b.place_oos_psn = true; }),
+       {"rocev2.nak-first-oos-psn"}},
   };
   std::printf("%-55s %s\n", "broken responder", "cases failed");
   for (const Variant& v : variants) {
@@ -218,4 +225,34 @@ TEST(ConformanceReport, JsonAndJunitCarryEveryCaseAndEscapeWhatTheyQuote) {
   EXPECT_NE(table.find("nak.bad-key"), std::string::npos);
   EXPECT_NE(table.find("FAIL"), std::string::npos);
   EXPECT_NE(table.find("sent: WRITE"), std::string::npos) << table;
+}
+
+// RoCEv2 frames go to a failed case's pcap as they crossed (their ICRC covers
+// the IP and UDP headers), not framed again on the MetaRoCE flow.
+TEST(ConformanceReport, RoceV2FramesGoToThePcapAsTheyWere) {
+  namespace mw = metaroce::wire;
+  FakeDut dut(Bugs{.nak_every_oos_psn = true});
+  std::string error;
+  mc::RunSummary run;
+  run.flow = dut.flow_to_dut();
+  run.results = mc::run_cases(dut, mc::select_cases("rocev2.*", "--cases", &error), mc::RunOptions{});
+  ASSERT_EQ(run.results.size(), 1u) << error;
+  ASSERT_EQ(run.failed(), 1u);
+  const std::string dir = testing::TempDir() + "conformance-rocev2-pcaps-" + std::to_string(getpid());
+  ASSERT_TRUE(mc::write_failure_pcaps(run, dir, &error)) << error;
+  const auto file = metaroce::capture::read_pcapng(run.results[0].pcap, &error);
+  ASSERT_TRUE(file) << error;
+  const auto& frames = run.results[0].frames;
+  ASSERT_EQ(file->frames.size(), frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE(frames[i].comment);
+    EXPECT_TRUE(frames[i].whole_frame);
+    EXPECT_EQ(file->frames[i].bytes, frames[i].packet);
+    const auto udp = mw::decode_udp_frame(file->frames[i].bytes);
+    ASSERT_TRUE(udp);
+    EXPECT_EQ(udp->flow.dst_port, mw::rocev2::kUdpPort);
+    mw::rocev2::PacketView v;
+    EXPECT_TRUE(mw::rocev2::decode(file->frames[i].bytes, udp->payload, v)) << "the ICRC still checks";
+  }
+  std::filesystem::remove_all(dir);
 }

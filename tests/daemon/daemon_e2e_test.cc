@@ -26,6 +26,7 @@
 #include "metaroce/v1/daemon.grpc.pb.h"
 #include "metaroce/v1/traffic.grpc.pb.h"
 #include "lab_daemons.h"
+#include "udp_daemon_pair.h"
 #include "metaroce/capture/pcapng.h"
 
 using daemon_test::Ctl;
@@ -560,7 +561,7 @@ TEST(DaemonTls, TcpControlNeedsTlsAndTokenAndCarriesAJob) {
         << "\n  tls: {cert: cert.pem, key: key.pem}\n  token_file: token\n"
         << (h == 0 ? std::string() : "  peer_address: 127.0.0.1:" + std::to_string(base + h) + "\n")
         << "  peer_tls: {ca: cert.pem, server_name: localhost}\n"
-        << "endpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1 << "\n  udp_port: "
+        << "endpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: " << daemon_test::loopback_ip(h) << "\n  udp_port: "
         << base + 100 << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n" << extra;
   };
   write_cfg("a", 0, "");
@@ -669,7 +670,7 @@ TEST(DaemonLimits, WatchStreamsAreBoundedAndTheirSlotsReturn) {
   const fs::path dir = fs::temp_directory_path() / ("mrwatch-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "w.yaml") << "name: w\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "w.sock").string()
-                                << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0.1\n  udp_port: "
+                                << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: " << daemon_test::loopback_ip(0) << "\n  udp_port: "
                                 << 20000 + (getpid() + 104729) % 20000 << "\n  mac: 02:00:7f:00:00:01\n";
   const pid_t d = spawn({METAROCED_PATH, "--config", (dir / "w.yaml").string()}, (dir / "w.log").string());
   // A failed ASSERT returns early: the daemon and the directory go all the same.
@@ -744,6 +745,48 @@ TEST(DaemonLimits, WatchStreamsAreBoundedAndTheirSlotsReturn) {
   EXPECT_EQ(rc, 0) << slurp((dir / "w.log").string());
 }
 
+// Unprivileged: RoCEv2 between two daemons on the UDP datapath over loopback.
+// RoCEv2 always goes to UDP 4791, so each endpoint listens on its address's
+// 4791 besides its own port (before, such a daemon received no RoCEv2 packet
+// and no RoCEv2 job between two of them could run). Every RoCEv2 verb's job
+// is verified; a third daemon on a taken address is refused, naming the field.
+TEST(DaemonUdp, RoceV2JobsBetweenTwoDaemonsAreVerified) {
+  daemon_test::UdpDaemonPair pair(METAROCED_PATH, "mrroce", "");
+  ASSERT_EQ(pair.wait_ready(), "");
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", pair.address(0)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto res = ml::run_command(argv);
+    return Ctl{res.status, res.out, res.err};
+  };
+  for (const char* op : {"write", "write_imm", "send"}) {
+    const Ctl start = ctl({"-o", "json", "traffic", "start", "--peer", pair.address(1), "--transport", "rocev2", "--op",
+                           op, "--size", "8K", "--iterations", "300"});
+    ASSERT_EQ(start.status, 0) << op << ": " << start.err << pair.log(0);
+    const std::string id = std::to_string(num(start.j()["id"]));
+    ctl({"traffic", "watch", id});
+    const json res = ctl({"-o", "json", "traffic", "result", id}).j();
+    EXPECT_EQ(res["state"], "JOB_STATE_DONE") << op << ": " << res.dump(2) << pair.log(0) << pair.log(1);
+    EXPECT_TRUE(res["result"]["verified"].get<bool>()) << op << ": " << res["result"]["verification"];
+    EXPECT_EQ(num(res["result"]["bandwidth"][0]["iterations"]), 300u) << op;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("mrroce-taken-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "c.yaml") << "name: c\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "c.sock").string()
+                                << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: "
+                                << daemon_test::loopback_ip(0) << "\n  udp_port: " << pair.udp_port() + 1
+                                << "\n  mac: 02:00:7f:00:00:03\n";
+  const pid_t c = spawn({METAROCED_PATH, "--config", (dir / "c.yaml").string()}, (dir / "c.log").string());
+  EXPECT_EQ(wait_exit(c, std::chrono::seconds(30)), 1) << slurp((dir / "c.log").string());
+  EXPECT_NE(slurp((dir / "c.log").string())
+                .find("endpoint.address: " + daemon_test::loopback_ip(0) + " cannot take RoCEv2's UDP port 4791 (bind " +
+                      daemon_test::loopback_ip(0) + ":4791 failed: Address already in use)"),
+            std::string::npos)
+      << slurp((dir / "c.log").string());
+  fs::remove_all(dir);
+  EXPECT_EQ(pair.stop(), (std::vector<int>{0, 0})) << pair.log(0) << pair.log(1);
+}
+
 TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   const fs::path dir = fs::temp_directory_path() / ("mrlim-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -751,7 +794,7 @@ TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   auto write_cfg = [&](const std::string& name, int h) {
     std::ofstream(dir / (name + ".yaml"))
         << "name: " << name << "\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / (name + ".sock")).string()
-        << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1 << "\n  udp_port: " << base
+        << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: " << daemon_test::loopback_ip(h) << "\n  udp_port: " << base
         << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n  memory_budget_bytes: 50331648\n  half_open_timeout_ns: 1s\n";
   };
   write_cfg("a", 0);
@@ -938,7 +981,8 @@ pid_t start_udp_daemon(const fs::path& dir, const std::string& token, std::strin
   std::ofstream(dir / "token") << token << "\n";
   std::ofstream(dir / "d.yaml") << "name: d\nrole: endpoint\ncontrol:\n  unix_socket: " << (dir / "d.sock").string()
                                 << "\n  token_file: token\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n"
-                                << "  address: 127.0.0.1\n  udp_port: " << port << "\n  mac: 02:00:7f:00:00:01\n";
+                                << "  address: " << daemon_test::loopback_ip(0) << "\n  udp_port: " << port
+                                << "\n  mac: 02:00:7f:00:00:01\n";
   const pid_t d = spawn({METAROCED_PATH, "--config", (dir / "d.yaml").string()}, (dir / "d.log").string());
   *addr = "unix://" + (dir / "d.sock").string();
   for (int i = 0; i < 300; ++i) {

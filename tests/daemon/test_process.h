@@ -15,6 +15,17 @@
 
 namespace daemon_test {
 
+// A loopback address of this test process's own for its host h (0, 1, 2;
+// every 127/8 address is on lo): 127.<pid / 256 % 256>.<pid % 256>.<h + 1>.
+// An endpoint on the UDP datapath listens on its address's UDP 4791 for
+// RoCEv2 besides its own port, so daemons of tests that run at once need
+// addresses of their own, not only ports. Hosts 0 and 1 are each other's
+// partner address (xor 3) as the conformance suite chooses it on loopback.
+inline std::string loopback_ip(int h) {
+  const unsigned pid = static_cast<unsigned>(getpid());
+  return "127." + std::to_string((pid >> 8) & 0xFF) + "." + std::to_string(pid & 0xFF) + "." + std::to_string(h + 1);
+}
+
 inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   const pid_t pid = fork();
   if (pid == 0) {

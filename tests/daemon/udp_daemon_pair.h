@@ -1,6 +1,6 @@
 // Two metaroced processes on the UDP datapath over loopback, controlled over
-// Unix sockets: unprivileged, no lab, no namespaces. Daemon a (127.0.0.1) is
-// the requester, daemon b (127.0.0.2) the responder. Used by the connection
+// Unix sockets: unprivileged, no lab, no namespaces. Daemon a (loopback_ip(0))
+// is the requester, daemon b (loopback_ip(1)) the responder. Used by the connection
 // scale test (daemon_scale_tests) and metaroce_daemon_connections_bench.
 // Readiness is gRPC's own WaitForConnected plus GetInfo (no sleeps).
 #pragma once
@@ -41,7 +41,7 @@ class UdpDaemonPair {
       const auto cfg = dir_ / (name + ".yaml");
       std::ofstream(cfg) << "name: " << name << "\nrole: endpoint\nlog_level: warn\n" << extra_top_yaml
                          << "control:\n  unix_socket: " << (dir_ / (name + ".sock")).string()
-                         << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: 127.0.0." << h + 1
+                         << "\nendpoint:\n  datapath: udp\n  interfaces: [lo]\n  address: " << loopback_ip(h)
                          << "\n  udp_port: " << udp_port_ << "\n  mac: 02:00:7f:00:00:0" << h + 1 << "\n"
                          << extra_endpoint_yaml;
       address_[h] = "unix://" + (dir_ / (name + ".sock")).string();

@@ -234,6 +234,40 @@ TEST(UdpPort, SourcePortsGetTheirOwnSocketsAndReceiveReplies) {
   }
 }
 
+// A port in udp_ports (RoCEv2's 4791 in the daemon; a free one here) is bound
+// on local_ip and read beside the main socket: a peer's frame to it arrives
+// with that destination port, and a frame from it as source port leaves from
+// that socket, not from a new entropy socket.
+TEST(UdpPort, FurtherListeningPortsAreBoundReadAndSentFrom) {
+  const auto listen = free_ports(kIpB, 1);
+  ASSERT_EQ(listen.size(), 1u);
+  PortConfig cb = udp_config("127.0.0.2");
+  cb.udp_ports = {0, listen[0]};  // 0 (none) and the main socket's own port are skipped
+  auto a = must_open(udp_config("127.0.0.1"));
+  auto b = must_open(cb);
+  ASSERT_TRUE(a && b);
+  const uint16_t pa = port_of(*a), pb = port_of(*b);
+  const std::vector<Sent> to_b = {make(kIpA, pa, kIpB, listen[0], 1), make(kIpA, pa, kIpB, pb, 2)};
+  ASSERT_EQ(send(*a, to_b), 2u);
+  auto got = receive(*b, 2);
+  ASSERT_EQ(got.size(), 2u);
+  sort_by_seq(got);
+  expect_frame(got[0], to_b[0]);
+  expect_frame(got[1], to_b[1]);
+  ASSERT_EQ(send(*b, {make(kIpB, listen[0], kIpA, pa, 3)}), 1u);
+  EXPECT_EQ(udp_port_info(*b)->source_sockets, 0u) << "the listening socket is no entropy socket";
+  EXPECT_EQ(udp_port_info(*b)->tx_entropy_fallback, 0u);
+  const auto back = receive(*a, 1);
+  ASSERT_EQ(back.size(), 1u);
+  expect_frame(back[0], make(kIpB, listen[0], kIpA, pa, 3));
+  // Taken by another socket: the open fails naming the field.
+  std::string error;
+  PortConfig again = udp_config("127.0.0.2");
+  again.udp_ports = {listen[0]};
+  EXPECT_EQ(open_port(again, &error), nullptr);
+  EXPECT_EQ(error, "udp_ports: bind 127.0.0.2:" + std::to_string(listen[0]) + " failed: " + std::strerror(EADDRINUSE));
+}
+
 // Past kUdpMaxSourcePorts source ports a frame leaves from the main socket:
 // its path loses its entropy, not the frame (a daemon with many connections
 // dropped its own READ responses once it reached the cap), and it is counted.

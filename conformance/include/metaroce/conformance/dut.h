@@ -7,7 +7,8 @@
 //    pattern (Peer.Verify), register a region with chosen rights
 //    (Memory.Register), read the endpoint's configured inbound capacity.
 //  * Packets: send a MetaRoCE packet (a UDP payload) to the DUT's endpoint
-//    and read the packets it answers with.
+//    and read the packets it answers with; likewise RoCEv2 frames to and from
+//    UDP 4791 (the go-back-N baseline, spec §12).
 //
 // In most cases the suite plays the requester. In the cases where the DUT is
 // the sender, the DUT connects to the suite (its daemon calls Peer.Accept at
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "metaroce/wire/metaroce.h"
+#include "metaroce/wire/rocev2.h"
 #include "metaroce/wire/udp_frame.h"
 
 namespace metaroce::conformance {
@@ -57,6 +59,7 @@ struct ConnectionRequest {
   uint32_t max_message_bytes = 1024;  // slot size
   uint64_t seed = 1;                  // data pattern of the target region
   uint32_t recv_message_bytes = 0;    // > 0: the DUT posts receives (WRITE_IMM completions are counted)
+  bool rocev2 = false;                // a RoCEv2 RC QP (§12; paths 1, streams 1): the ids are QP numbers
 };
 
 struct DutConnection {
@@ -157,6 +160,21 @@ class Dut {
   // The next UDP payload the DUT sent to the suite, or nullopt when none
   // arrives within `timeout`.
   virtual std::optional<std::vector<uint8_t>> receive(std::chrono::milliseconds timeout) = 0;
+
+  // RoCEv2 (§12). A whole Eth/IPv4/UDP frame on rocev2_flow_to_dut() with its
+  // ICRC sealed (the ICRC covers the IP and UDP headers); what crosses is its
+  // UDP payload. Throws DutError when it cannot be sent.
+  virtual void send_rocev2(std::span<const uint8_t> frame) = 0;
+  // The next RoCEv2 frame the DUT sent to the suite's UDP 4791, its
+  // Eth/IPv4/UDP headers as the DUT sent them (IPv4 id 0 and DF, as kernel UDP
+  // sockets send), or nullopt when none arrives within `timeout`.
+  virtual std::optional<std::vector<uint8_t>> receive_rocev2(std::chrono::milliseconds timeout) = 0;
+  // From the suite's RoCEv2 port to the DUT's (both wire::rocev2::kUdpPort).
+  virtual wire::UdpFlow rocev2_flow_to_dut() const {
+    wire::UdpFlow f = flow_to_dut();
+    f.src_port = f.dst_port = wire::rocev2::kUdpPort;
+    return f;
+  }
 
   // Addresses and ports from the suite to the DUT, to frame the packets of a
   // case in its pcap (the reverse flow for the DUT's packets).

@@ -10,7 +10,9 @@
 // source port the path's data came from (reflected entropy, §1.3), from a
 // socket on its own address; so the suite needs an address of its own. On
 // loopback it takes another 127/8 address (127.0.0.1 <-> 127.0.0.2), else the
-// address the kernel routes to the DUT from; `local_ip` overrides.
+// address the kernel routes to the DUT from; `local_ip` overrides. RoCEv2
+// (§12) goes to UDP 4791 both ways: the first case that opens a RoCEv2 QP
+// binds the suite's address on 4791 too, and sends its RoCEv2 frames from it.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

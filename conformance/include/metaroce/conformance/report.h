@@ -31,8 +31,9 @@ std::string render_json(const RunSummary& run);
 std::string render_junit(const RunSummary& run);
 
 // Writes <dir>/<case id>.pcapng for every failed case (its packets framed in
-// Ethernet/IPv4/UDP between the suite's and the DUT's addresses, each with a
-// comment: what was sent or seen) and sets CaseResult::pcap. Creates dir.
+// Ethernet/IPv4/UDP between the suite's and the DUT's addresses, RoCEv2 frames
+// as they were, each with a comment: what was sent or seen) and sets
+// CaseResult::pcap. Creates dir.
 // False with *error ("--pcap-dir: ...") when a file cannot be written.
 bool write_failure_pcaps(RunSummary& run, const std::string& dir, std::string* error);
 

@@ -41,12 +41,14 @@ const std::vector<CaseInfo>& catalogue();
 std::vector<const CaseInfo*> select_cases(std::string_view patterns, std::string_view flag, std::string* error);
 bool glob_match(std::string_view pattern, std::string_view text);
 
-// One packet of a case as it crossed the wire (a UDP payload), for its pcap.
+// One packet of a case as it crossed the wire (a UDP payload, or a RoCEv2
+// frame), for its pcap.
 struct CaseFrame {
   uint64_t time_ns = 0;  // wall clock (Unix epoch)
   bool from_dut = false;
   wire::Ecn ecn = wire::Ecn::kNotEct;
   std::vector<uint8_t> packet;
+  bool whole_frame = false;  // packet is a whole Eth/IPv4/UDP frame (RoCEv2, whose ICRC covers its headers)
   std::string comment;   // "sent: ..." / "seen: ..."
 };
 

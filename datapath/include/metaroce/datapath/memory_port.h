@@ -97,7 +97,7 @@ inline constexpr uint32_t kUdpMaxSourcePorts = 256;  // entropy sockets per port
 
 struct UdpPortInfo {
   uint16_t local_port = 0;        // the main socket's bound port
-  uint32_t source_sockets = 0;    // entropy sockets open (source ports other than local_port)
+  uint32_t source_sockets = 0;    // entropy sockets open (source ports other than local_port and udp_ports)
   uint64_t tx_not_udp = 0;        // frames tx_burst() took that were not Eth/IPv4/UDP: dropped
   uint64_t tx_oversize = 0;       // frames tx_burst() took that were larger than frame_size: dropped
   uint64_t tx_entropy_fallback = 0;  // frames sent from the main socket: their source port had no socket of

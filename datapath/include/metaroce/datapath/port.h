@@ -48,7 +48,10 @@ struct PortConfig {
   bool zero_copy = false;        // afxdp: request XDP_ZEROCOPY (falls back to copy only if !require_zero_copy)
   bool require_zero_copy = false;
   bool bridge_mode = false;      // afxdp: redirect every frame (fabric node); else only udp_ports
-  std::vector<uint16_t> udp_ports;  // afxdp: UDP destination ports redirected to us; the rest goes to the kernel
+  // afxdp: UDP destination ports redirected to us; the rest goes to the kernel.
+  // udp: further ports bound on local_ip and read besides local_port (RoCEv2's
+  // 4791: peers send RoCEv2 to it whatever the endpoint's own port).
+  std::vector<uint16_t> udp_ports;
   std::string xdp_mode = "auto"; // afxdp: "auto" | "native" | "skb"
   std::vector<std::string> eal_args;  // dpdk: EAL arguments (e.g. --no-huge -m 256 --vdev=net_af_packet0,iface=v0)
   std::string dpdk_device;       // dpdk: port name (e.g. "net_af_packet0") or PCI address
