@@ -382,37 +382,22 @@ class GrpcDut final : public Dut {
   }
 
   void send(std::span<const uint8_t> packet, wire::Ecn ecn) override {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(dut_ip_);
-    to.sin_port = htons(dut_port_);
-    iovec iov{const_cast<uint8_t*>(packet.data()), packet.size()};
-    // The ECN codepoint per packet, as an IP_TOS control message.
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_name = &to;
-    msg.msg_namelen = sizeof to;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = IPPROTO_IP;
-    cm->cmsg_type = IP_TOS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    const int tos = static_cast<int>(ecn);
-    std::memcpy(CMSG_DATA(cm), &tos, sizeof tos);
-    if (sendmsg(fd_, &msg, 0) != static_cast<ssize_t>(packet.size()))
-      throw DutError("sending to " + ip_text(dut_ip_) + ":" + std::to_string(dut_port_) + " failed: " +
-                     std::strerror(errno));
+    send_with_tos(fd_, packet, dut_port_, static_cast<int>(ecn));
   }
 
   void send_rocev2(std::span<const uint8_t> frame) override {
     const auto udp = wire::decode_udp_frame(frame);
     if (!udp || rocev2_fd_ < 0)
       throw DutError("internal: a RoCEv2 frame that is not Eth/IPv4/UDP, or no RoCEv2 connection opened");
-    const sockaddr_in to = address(dut_ip_, wire::rocev2::kUdpPort);
-    iovec iov{const_cast<uint8_t*>(udp->payload.data()), udp->payload.size()};
+    // The frame's DSCP and ECN as it was built (the ICRC masks them, §12).
+    send_with_tos(rocev2_fd_, udp->payload, wire::rocev2::kUdpPort, (udp->dscp << 2) | static_cast<int>(udp->ecn));
+  }
+
+  // One UDP datagram to the DUT's `port` from socket `fd`, with the IP TOS
+  // byte (DSCP and ECN codepoint) set per packet as an IP_TOS control message.
+  void send_with_tos(int fd, std::span<const uint8_t> payload, uint16_t port, int tos) {
+    const sockaddr_in to = address(dut_ip_, port);
+    iovec iov{const_cast<uint8_t*>(payload.data()), payload.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr msg{};
     msg.msg_name = const_cast<sockaddr_in*>(&to);
@@ -425,11 +410,9 @@ class GrpcDut final : public Dut {
     cm->cmsg_level = IPPROTO_IP;
     cm->cmsg_type = IP_TOS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
-    const int tos = (udp->dscp << 2) | static_cast<int>(udp->ecn);  // masked in the ICRC (§12)
     std::memcpy(CMSG_DATA(cm), &tos, sizeof tos);
-    if (sendmsg(rocev2_fd_, &msg, 0) != static_cast<ssize_t>(udp->payload.size()))
-      throw DutError("sending to " + ip_text(dut_ip_) + ":" + std::to_string(wire::rocev2::kUdpPort) + " failed: " +
-                     std::strerror(errno));
+    if (sendmsg(fd, &msg, 0) != static_cast<ssize_t>(payload.size()))
+      throw DutError("sending to " + ip_text(dut_ip_) + ":" + std::to_string(port) + " failed: " + std::strerror(errno));
   }
 
   // The frame as the DUT sent it: a UDP socket does not show the IPv4
