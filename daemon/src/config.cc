@@ -19,6 +19,47 @@
 #include "metaroce/units/units.h"
 
 namespace metaroce::daemon {
+
+namespace {
+
+// "env:NAME" in endpoint.dpdk_devices: NAME, or nullopt when the entry is not of that form.
+std::optional<std::string_view> dpdk_device_env_name(std::string_view entry) {
+  constexpr std::string_view kPrefix = "env:";
+  if (!entry.starts_with(kPrefix)) return std::nullopt;
+  const std::string_view name = entry.substr(kPrefix.size());
+  if (name.empty() || name.size() > 128 || std::isdigit(static_cast<unsigned char>(name[0]))) return std::nullopt;
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return std::nullopt;
+  return name;
+}
+
+}  // namespace
+
+std::string resolve_dpdk_devices(const EndpointSection& e, const std::function<const char*(const char*)>& getenv,
+                                 std::vector<std::string>* devices) {
+  devices->clear();
+  for (size_t i = 0; i < e.dpdk_devices.size(); ++i) {
+    const std::string field = "endpoint.dpdk_devices[" + std::to_string(i) + "]";
+    const auto name = dpdk_device_env_name(e.dpdk_devices[i]);
+    if (!name) {
+      devices->push_back(e.dpdk_devices[i]);
+      continue;
+    }
+    const std::string var(*name);
+    const char* value = getenv(var.c_str());
+    if (!value || !*value)
+      return field + ": env:" + var + " is not set (on Kubernetes the SR-IOV device plugin sets PCIDEVICE_<RESOURCE> "
+             "in a pod that requests the resource)";
+    const std::string v(value);
+    if (v.find(',') != std::string::npos)
+      return field + ": env:" + var + " holds several devices (" + v.substr(0, 160) +
+             "); request one device of that resource per plane";
+    if (!datapath::is_dpdk_pci_address(v))
+      return field + ": env:" + var + " must hold a PCI address like 0000:3b:02.0 (got '" + v.substr(0, 160) + "')";
+    devices->push_back(v);
+  }
+  return {};
+}
 namespace {
 
 // Raised inside the parser; turned into the one-line error at the top.
@@ -347,10 +388,12 @@ DaemonConfig parse(const YAML::Node& root, const Reader& r, const std::string& d
       if (n["dpdk_devices"]) {
         e.dpdk_devices = r.strings(n["dpdk_devices"], "endpoint.dpdk_devices", 0, 16);  // [] = the default
         for (size_t i = 0; i < e.dpdk_devices.size(); ++i)
-          if (!datapath::is_dpdk_pci_address(e.dpdk_devices[i]) && !datapath::is_dpdk_vdev(e.dpdk_devices[i]))
+          if (!datapath::is_dpdk_pci_address(e.dpdk_devices[i]) && !datapath::is_dpdk_vdev(e.dpdk_devices[i]) &&
+              !dpdk_device_env_name(e.dpdk_devices[i]))
             r.fail(n["dpdk_devices"][i], "endpoint.dpdk_devices[" + std::to_string(i) + "]",
-                   "must be a PCI address like 0000:3b:02.0 or a virtual device like net_af_xdp0,iface=p0 (got '" +
-                       e.dpdk_devices[i] + "')");
+                   "must be a PCI address like 0000:3b:02.0, a virtual device like net_af_xdp0,iface=p0 or "
+                   "env:NAME (NAME: [A-Za-z_][A-Za-z0-9_]*, at most 128 characters, holding a PCI address) (got '" +
+                       e.dpdk_devices[i].substr(0, 160) + "')");
       }
       if (n["mtu_payload"]) e.mtu_payload = static_cast<uint32_t>(r.param(n["mtu_payload"], "endpoint.mtu_payload", transport::kParamMtuPayload));
       if (n["min_rto_ns"]) e.min_rto_ns = r.duration_ns(n["min_rto_ns"], "endpoint.min_rto_ns", transport::kParamMinRto.min, transport::kParamMinRto.max);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <random>
 
@@ -86,11 +87,17 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
     *error = "endpoint.netns: " + std::string(e.what());
     return nullptr;
   }
+  std::vector<std::string> dpdk_devices;  // env:NAME entries read now, where the pod's devices are known
+  if (std::string e = resolve_dpdk_devices(config, [](const char* name) { return std::getenv(name); }, &dpdk_devices);
+      !e.empty()) {
+    *error = e;
+    return nullptr;
+  }
   for (size_t p = 0; p < config.interfaces.size(); ++p) {
     datapath::PortConfig pc = make_port_config(
         config.datapath, config.interfaces[p], "plane" + std::to_string(p), config.frame_size, config.xdp_mode, false,
         {config.udp_port, wire::rocev2::kUdpPort}, config.eal_args, static_cast<uint32_t>(p),
-        "mrd-" + daemon_name + "-" + std::to_string(getpid()), p < config.dpdk_devices.size() ? config.dpdk_devices[p] : "");
+        "mrd-" + daemon_name + "-" + std::to_string(getpid()), p < dpdk_devices.size() ? dpdk_devices[p] : "");
     if (config.datapath == "udp") {
       pc.local_ip = lab::ip_to_string(config.ip);
       pc.local_port = config.udp_port;

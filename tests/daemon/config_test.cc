@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -166,10 +169,12 @@ TEST(DaemonConfig, DpdkDevicesNameOnePciAddressOrVirtualDevicePerInterface) {
     auto c = md::parse_daemon_yaml(dpdk + "  dpdk_devices: ['3b:02.7', net_ring0]\n", "t.yaml", &err);
     ASSERT_TRUE(c) << err;
   }
-  for (const char* bad : {"0000:3b:02.8", "3b:2.0", "0000:3b:02", "eth0", "net_", "net_AF_XDP0", "0000-3b:02.0"})
+  for (const char* bad : {"0000:3b:02.8", "3b:2.0", "0000:3b:02", "eth0", "net_", "net_AF_XDP0", "0000-3b:02.0", "env:",
+                          "env:1PCI", "env:PCI-DEVICE", "ENV:PCIDEVICE_X"})
     EXPECT_NE(parse_error(dpdk + "  dpdk_devices: ['" + bad + "', net_ring0]\n")
-                  .find("endpoint.dpdk_devices[0]: must be a PCI address like 0000:3b:02.0 or a virtual device like "
-                        "net_af_xdp0,iface=p0 (got '" + std::string(bad) + "')"),
+                  .find("endpoint.dpdk_devices[0]: must be a PCI address like 0000:3b:02.0, a virtual device like "
+                        "net_af_xdp0,iface=p0 or env:NAME (NAME: [A-Za-z_][A-Za-z0-9_]*, at most 128 characters, "
+                        "holding a PCI address) (got '" + std::string(bad) + "')"),
               std::string::npos)
         << bad;
   EXPECT_NE(parse_error(dpdk + "  dpdk_devices: [0000:3b:02.0]\n")
@@ -178,6 +183,37 @@ TEST(DaemonConfig, DpdkDevicesNameOnePciAddressOrVirtualDevicePerInterface) {
   EXPECT_NE(parse_error(std::string(kEndpoint) + "  dpdk_devices: [0000:3b:02.0, 0000:3b:02.1]\n")
                 .find("endpoint.dpdk_devices: needs endpoint.datapath: dpdk (got afxdp)"),
             std::string::npos);
+}
+
+// env:NAME: the PCI address a device plugin puts in the pod's environment,
+// read when the daemon starts (not by --check-config, which runs anywhere).
+TEST(DaemonConfig, DpdkDevicesFromTheEnvironmentAreResolvedAtStart) {
+  std::string err;
+  auto c = md::parse_daemon_yaml(std::string(kEndpoint) + "  datapath: dpdk\n"
+                                     "  dpdk_devices: [env:PCIDEVICE_INTEL_COM_PLANE0, 'net_af_xdp1,iface=p1']\n",
+                                 "t.yaml", &err);
+  ASSERT_TRUE(c) << err;
+  std::map<std::string, std::string> env;
+  const auto lookup = [&env](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  std::vector<std::string> devices;
+  EXPECT_EQ(md::resolve_dpdk_devices(*c->endpoint, lookup, &devices),
+            "endpoint.dpdk_devices[0]: env:PCIDEVICE_INTEL_COM_PLANE0 is not set (on Kubernetes the SR-IOV device "
+            "plugin sets PCIDEVICE_<RESOURCE> in a pod that requests the resource)");
+  env["PCIDEVICE_INTEL_COM_PLANE0"] = "0000:3b:02.1,0000:3b:02.2";
+  EXPECT_EQ(md::resolve_dpdk_devices(*c->endpoint, lookup, &devices),
+            "endpoint.dpdk_devices[0]: env:PCIDEVICE_INTEL_COM_PLANE0 holds several devices (0000:3b:02.1,0000:3b:02.2); "
+            "request one device of that resource per plane");
+  env["PCIDEVICE_INTEL_COM_PLANE0"] = "eth0";
+  EXPECT_EQ(md::resolve_dpdk_devices(*c->endpoint, lookup, &devices),
+            "endpoint.dpdk_devices[0]: env:PCIDEVICE_INTEL_COM_PLANE0 must hold a PCI address like 0000:3b:02.0 (got 'eth0')");
+  env["PCIDEVICE_INTEL_COM_PLANE0"] = "0000:3b:02.1";
+  EXPECT_EQ(md::resolve_dpdk_devices(*c->endpoint, lookup, &devices), "");
+  EXPECT_EQ(devices, (std::vector<std::string>{"0000:3b:02.1", "net_af_xdp1,iface=p1"}));
+  // The config keeps what was written: the effective config shows env:NAME.
+  EXPECT_NE(md::daemon_config_yaml(*c).find("env:PCIDEVICE_INTEL_COM_PLANE0"), std::string::npos);
 }
 
 TEST(DaemonConfig, DuplicateKeysDirectoriesAndRelativeSockets) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,8 +79,11 @@ struct EndpointSection {
   uint32_t frame_size = 2048;              // [1024, 3840] for afxdp, [1024, 9216] otherwise
   std::vector<std::string> eal_args;       // dpdk: EAL arguments (default: --no-huge ... per daemon)
   // dpdk: the device of each interface, in the same order: a PCI address
-  // ("0000:3b:02.0", e.g. an SR-IOV VF bound to vfio-pci) or a virtual device
-  // ("net_af_xdp0,iface=p0"). Empty: net_af_packet on each interface (labs).
+  // ("0000:3b:02.0", e.g. an SR-IOV VF bound to vfio-pci), a virtual device
+  // ("net_af_xdp0,iface=p0") or "env:NAME", the PCI address in environment
+  // variable NAME when the daemon starts (resolve_dpdk_devices): what the
+  // SR-IOV device plugin gives a pod (PCIDEVICE_<RESOURCE>), chosen only when
+  // the pod is scheduled. Empty: net_af_packet on each interface (labs).
   std::vector<std::string> dpdk_devices;
   // Connections' defaults; ranges in transport/connection_params.h (mtu_payload
   // also at most frame_size - 128).
@@ -164,6 +168,14 @@ using security::kMaxTokenChars;
 using security::kMinTokenChars;
 using security::read_pem_file;
 using security::read_token_file;
+
+// endpoint.dpdk_devices with each "env:NAME" replaced by the PCI address in
+// that environment variable, read through `getenv` (the process environment
+// in the daemon; a map in tests). Returns "" and sets *devices, or an error
+// naming the entry ("endpoint.dpdk_devices[1]: env:PCIDEVICE_X is not set
+// ...") when the variable is unset, holds several devices or no PCI address.
+std::string resolve_dpdk_devices(const EndpointSection& e, const std::function<const char*(const char*)>& getenv,
+                                 std::vector<std::string>* devices);
 
 // The effective configuration (defaults filled in) as YAML and as JSON.
 std::string daemon_config_yaml(const DaemonConfig& c);
