@@ -226,9 +226,11 @@ std::string format_progress_line(const v1::JobProgress& p, std::string_view labe
                                  bool show_size) {
   const std::string interval = fmt::format("{:.2f}-{:.2f} s", static_cast<double>(p.start_ns()) / 1e9,
                                            static_cast<double>(p.end_ns()) / 1e9);
-  std::string line = fmt::format("[{}]  {:>11}  {:>5.2f} Gb/s  {:>4.2f} Mpps  retx {}  loss {:.2f}%",
+  std::string line = fmt::format("[{}]  {:>11}  {:>5.2f} Gb/s  {:>4.2f} Mpps  retx {}  loss {:.2f}%  RTOs {}",
                                  label, interval, p.goodput_bps() / 1e9, p.packet_rate() / 1e6,
-                                 p.retransmits(), p.loss_seen() * 100.0);
+                                 p.retransmits(), p.loss_seen() * 100.0, p.rtos());
+  // A path changing state (down, degraded, back) is what an operator looks for in a fault run.
+  if (p.path_state_changes() > 0) line += fmt::format("  path changes {}", p.path_state_changes());
   if (show_size) line += fmt::format("  size {}", format_size(p.message_bytes()));
   return line;
 }

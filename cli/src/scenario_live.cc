@@ -321,6 +321,8 @@ class LiveBackend final : public ms::Backend {
         i.messages = std::round(iv.message_rate() * static_cast<double>(iv.end_ns() - iv.start_ns()) / 1e9);
         i.retransmits = iv.retransmits();
         i.loss_seen = iv.loss_seen();
+        i.rtos = iv.rtos();
+        i.path_state_changes = iv.path_state_changes();
         rr.intervals.push_back(std::move(i));
       }
       out.push_back(std::move(rr));

@@ -146,6 +146,9 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
             "Requests the peers refused (NAKs received), by cause");
       }
       add("endpoint_cq_overflow_total", {}, c.completion_queue_overflow, "Completions lost to a full queue");
+      add("endpoint_rx_reordered_in_path_total", {}, c.rx_reordered_in_path,
+          "MetaRoCE frames that arrived after a later frame of their own path (reordered by the fabric or the "
+          "datapath); their sender counted them lost");
       add("endpoint_connection_state_bytes", {}, static_cast<double>(c.connection_state_bytes),
           "Bytes of engine state all connections hold now (idle ones little; a stream's or path's arrays from first use)",
           false);

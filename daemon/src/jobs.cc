@@ -332,7 +332,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   for (const auto& c : conns) ids.push_back(c.id());
   const int64_t t0 = datapath::monotonic_ns();
   int64_t prev_t = t0;
-  uint64_t prev_bytes = 0, prev_msgs = 0, prev_pkts = 0, prev_retx = 0;
+  uint64_t prev_bytes = 0, prev_msgs = 0, prev_pkts = 0, prev_retx = 0, prev_rtos = 0, prev_changes = 0;
   bool stop_sent = false;
   int64_t stop_at = 0;
   // A stop drains outstanding requests; a fabric that delivers nothing may
@@ -359,8 +359,11 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     }
     if (now - prev_t < spec.interval_ns() && !driver->finished()) continue;
     connection_stats(ids, &stats);
-    uint64_t pkts = 0, retx = 0;
-    for (const auto& s : stats) pkts += s.data_packets_sent, retx += s.retransmits;
+    uint64_t pkts = 0, retx = 0, rtos = 0, changes = 0;
+    for (const auto& s : stats) {
+      pkts += s.data_packets_sent, retx += s.retransmits, rtos += s.rtos;
+      for (const auto& p : s.paths) changes += p.state_changes;
+    }
     const uint64_t bytes = driver->bytes_done(), msgs = driver->messages_done();
     const double dt = static_cast<double>(now - prev_t) / 1e9;
     v1::JobProgress pr;
@@ -373,10 +376,13 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     pr.set_packet_rate(dt > 0 ? static_cast<double>(pkts - prev_pkts) / dt : 0);
     pr.set_retransmits(retx - prev_retx);
     pr.set_loss_seen(pkts > prev_pkts ? static_cast<double>(retx - prev_retx) / static_cast<double>(pkts - prev_pkts) : 0);
+    pr.set_rtos(rtos - prev_rtos);
+    pr.set_path_state_changes(changes - prev_changes);
     pr.set_bytes_total(bytes);
     pr.set_fraction_done(std::clamp(driver->fraction_done(now), 0.0, 1.0));
     pr.set_message_bytes(job->sizes[std::min<size_t>(driver->phase(), job->sizes.size() - 1)]);
     prev_t = now, prev_bytes = bytes, prev_msgs = msgs, prev_pkts = pkts, prev_retx = retx;
+    prev_rtos = rtos, prev_changes = changes;
     std::lock_guard<std::mutex> g(jobs_mu_);
     job->intervals.push_back(pr);
     jobs_cv_.notify_all();

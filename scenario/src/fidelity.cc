@@ -167,6 +167,7 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       f.drops[cause] += static_cast<uint64_t>(n);
       f.datapath_drops += static_cast<uint64_t>(n);
     }
+    f.reordered_in_path += static_cast<uint64_t>(std::max(0.0, delta_sum(b, a, "endpoint_rx_reordered_in_path_total")));
   }
   if (f.datapath_drops > limits.max_datapath_drops) {
     std::string causes;

@@ -27,7 +27,7 @@
 //                    "cdf_us": [num] },   // simulator only: 101 values, cdf_us[i] = the completion
 //                                         // time i % of messages did not exceed (i = 0..100), non-decreasing
 //       "intervals": [ { "t0_s", "t1_s", "goodput_bps", "messages": num, "retransmits": uint,
-//                        "loss_seen": num, "plane_bytes": [num], "plane_utilisation": [num],
+//                        "loss_seen": num, "rtos": uint, "path_state_changes": uint, "plane_bytes": [num], "plane_utilisation": [num],
 //                        "queue_bytes": num, "ecn_marks": uint,
 //                        "tiers": [ tier ] } ],          // clos only, per plane (below)
 //       "tiers": [ { "plane": uint, "host_mean", "host_max",   // clos only: per plane, over the
@@ -41,7 +41,8 @@
 //           "frame_late_p99_us": num, "timers_timed": uint, "timer_late_p50_us", "timer_late_p99_us": num,
 //           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num, "stall_max_us": num,
 //           "realtime_share": num, "realtime_demotions": uint } ],
-//         "drops": { cause: uint }, "datapath_drops": uint, "problems": [str] }
+//         "drops": { cause: uint }, "datapath_drops": uint, "reordered_in_path": uint,
+//         "problems": [str] }
 //     } ],
 //     "captures": [ {                     // capture windows (a timeline event's capture:), run by run
 //       "run": uint, "run_label": str, "event": str,   // the run's number (1-based) and label; the event's label
@@ -203,6 +204,8 @@ ojson to_json(const Report& r, const Derived& d) {
       x["messages"] = num_or_null(iv.messages);
       x["retransmits"] = iv.retransmits;
       x["loss_seen"] = num_or_null(iv.loss_seen);
+      x["rtos"] = iv.rtos;
+      x["path_state_changes"] = iv.path_state_changes;
       ojson pb = ojson::array(), pu = ojson::array();
       for (double b : iv.plane_bytes) pb.push_back(num_or_null(b));
       for (double u : iv.plane_utilisation) pu.push_back(num_or_null(u));
@@ -249,6 +252,7 @@ ojson to_json(const Report& r, const Derived& d) {
       for (const auto& [cause, n] : f.drops) drops[cause] = n;
       fj["drops"] = std::move(drops);
       fj["datapath_drops"] = f.datapath_drops;
+      fj["reordered_in_path"] = f.reordered_in_path;
       fj["problems"] = f.problems;
       o["fidelity"] = std::move(fj);
     }
@@ -459,6 +463,8 @@ RunResult read_run(const json& o, const std::string& at) {
     iv.messages = get_num(ivs[i], "messages", iat);
     iv.retransmits = get_uint(ivs[i], "retransmits", iat);
     iv.loss_seen = get_num(ivs[i], "loss_seen", iat);
+    iv.rtos = get_uint(ivs[i], "rtos", iat);
+    iv.path_state_changes = get_uint(ivs[i], "path_state_changes", iat);
     iv.plane_bytes = get_nums(ivs[i], "plane_bytes", iat);
     iv.plane_utilisation = get_nums(ivs[i], "plane_utilisation", iat);
     iv.queue_bytes = get_num(ivs[i], "queue_bytes", iat);
@@ -507,6 +513,7 @@ RunResult read_run(const json& o, const std::string& at) {
     if (!drops.is_object()) throw ReadError(fat + "/drops: must be an object");
     for (auto it = drops.begin(); it != drops.end(); ++it) f.drops[it.key()] = get_uint(drops, it.key(), fat + "/drops");
     f.datapath_drops = get_uint(fj, "datapath_drops", fat);
+    f.reordered_in_path = get_uint(fj, "reordered_in_path", fat);
     const json& problems = get_array(fj, "problems", fat);
     for (size_t i = 0; i < problems.size(); ++i) {
       if (!problems[i].is_string()) throw ReadError(fat + "/problems/" + std::to_string(i) + ": must be a string");
@@ -563,8 +570,8 @@ std::string timeseries_csv(const Report& r) {
   for (const auto& run : r.runs)
     for (const auto& iv : run.intervals) tier_planes = std::max(tier_planes, iv.tiers.size());
   std::string out =
-      "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,queue_bytes,"
-      "ecn_marks";
+      "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,rtos,"
+      "path_state_changes,queue_bytes,ecn_marks";
   for (size_t p = 0; p < planes; ++p) out += ",plane" + std::to_string(p) + "_util";
   for (size_t p = 0; p < tier_planes; ++p)
     for (const char* c : {"host_mean", "host_max", "leaf_spine_mean", "leaf_spine_max"})
@@ -576,7 +583,8 @@ std::string timeseries_csv(const Report& r) {
       out += std::to_string(i) + "," + csv_field(run.job) + "," + csv_field(run.transport) + "," +
              csv_field(run.sweep_parameter) + "," + (run.sweep_parameter.empty() ? "" : csv_num(run.sweep_value)) +
              "," + csv_num(iv.t0_s) + "," + csv_num(iv.t1_s) + "," + csv_num(iv.goodput_bps / 1e9) + "," +
-             std::to_string(iv.retransmits) + "," + csv_num(iv.loss_seen) + "," + csv_num(iv.queue_bytes) + "," +
+             std::to_string(iv.retransmits) + "," + csv_num(iv.loss_seen) + "," + std::to_string(iv.rtos) + "," +
+             std::to_string(iv.path_state_changes) + "," + csv_num(iv.queue_bytes) + "," +
              std::to_string(iv.ecn_marks);
       for (size_t p = 0; p < planes; ++p)
         out += "," + (p < iv.plane_utilisation.size() ? csv_num(iv.plane_utilisation[p]) : std::string());

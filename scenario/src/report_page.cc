@@ -473,7 +473,7 @@ std::string report_html(const Report& r) {
         h << (first ? "" : ", ") << esc(cause) << " <b>" << n << "</b>";
         first = false;
       }
-      h << "</p>";
+      h << "; MetaRoCE frames reordered within their path: <b>" << f.reordered_in_path << "</b></p>";
       if (!f.problems.empty()) {
         h << "<ul>";
         for (const auto& p : f.problems) h << "<li class=\"bad\">" << esc(p) << "</li>";

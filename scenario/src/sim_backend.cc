@@ -101,7 +101,7 @@ LatencySummary summarise(std::vector<Nanos> v) {
 // Cumulative job counters at a sampling instant.
 struct JobSnapshot {
   double t_s = 0, clock_s = 0;
-  std::vector<uint64_t> bytes, messages, retransmits, packets;  // per job
+  std::vector<uint64_t> bytes, messages, retransmits, packets, rtos, path_state_changes;  // per job
 };
 
 // One (sender, receiver) flow of a job: its connections (ids local to the
@@ -349,17 +349,21 @@ class SimBackend final : public Backend {
     js.t_s = static_cast<double>(t_ns_) / 1e9;
     js.clock_s = static_cast<double>(now) / 1e9;
     for (const SimJob& j : r.jobs) {
-      uint64_t retx = 0, pkts = 0;
+      uint64_t retx = 0, pkts = 0, rtos = 0, changes = 0;
       for (const SimFlow& fl : j.flows)
         for (uint32_t c : fl.conns) {
           const transport::ConnectionStats st = r.eps[fl.src]->stats(c);
           retx += st.retransmits;
           pkts += st.data_packets_sent;
+          rtos += st.rtos;
+          for (const transport::PathStats& p : st.paths) changes += p.state_changes;
         }
       js.bytes.push_back(j.bytes());
       js.messages.push_back(j.messages());
       js.retransmits.push_back(retx);
       js.packets.push_back(pkts);
+      js.rtos.push_back(rtos);
+      js.path_state_changes.push_back(changes);
     }
     r.snaps.push_back(std::move(js));
     FabricSample f;
@@ -588,6 +592,8 @@ class SimBackend final : public Backend {
         iv.retransmits = b.retransmits[ji] - a.retransmits[ji];
         const uint64_t pkts = b.packets[ji] - a.packets[ji];
         iv.loss_seen = pkts > 0 ? static_cast<double>(iv.retransmits) / static_cast<double>(pkts) : 0;
+        iv.rtos = b.rtos[ji] - a.rtos[ji];
+        iv.path_state_changes = b.path_state_changes[ji] - a.path_state_changes[ji];
         rr.intervals.push_back(std::move(iv));
       }
       out.push_back(std::move(rr));

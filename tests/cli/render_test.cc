@@ -159,9 +159,13 @@ TEST(Progress, LineLooksLikeIperf) {
   p.set_loss_seen(0.0052);
   p.set_message_bytes(65536);
   EXPECT_EQ(format_progress_line(p, "job 3", false),
-            "[job 3]  1.00-2.00 s  12.34 Gb/s  0.38 Mpps  retx 12  loss 0.52%");
+            "[job 3]  1.00-2.00 s  12.34 Gb/s  0.38 Mpps  retx 12  loss 0.52%  RTOs 0");
   EXPECT_EQ(format_progress_line(p, "job 3", true),
-            "[job 3]  1.00-2.00 s  12.34 Gb/s  0.38 Mpps  retx 12  loss 0.52%  size 64K");
+            "[job 3]  1.00-2.00 s  12.34 Gb/s  0.38 Mpps  retx 12  loss 0.52%  RTOs 0  size 64K");
+  p.set_rtos(2);
+  p.set_path_state_changes(1);
+  EXPECT_EQ(format_progress_line(p, "job 3", false),
+            "[job 3]  1.00-2.00 s  12.34 Gb/s  0.38 Mpps  retx 12  loss 0.52%  RTOs 2  path changes 1");
 }
 
 TEST(Progress, Bar) {

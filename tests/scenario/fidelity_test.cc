@@ -96,6 +96,18 @@ TEST(Fidelity, AQuietHostIsFaithfulAndKeepsItsVerdict) {
   EXPECT_EQ(report_with(f, false).verdict(), ms::Report::Verdict::kFail);
 }
 
+// Frames reordered within their path are counted over the run (the receiver's
+// endpoint_rx_reordered_in_path_total) and shown; the run is not judged on them.
+TEST(Fidelity, FramesReorderedWithinAPathAreCountedOverTheRun) {
+  std::vector<ms::DaemonCounters> after = {daemon("h0", "endpoint", {}), daemon("h1", "endpoint", {})};
+  std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  after[1].counters.push_back({"endpoint_rx_reordered_in_path_total", {}, 10});
+  before[1].counters.push_back({"endpoint_rx_reordered_in_path_total", {}, 3});
+  const ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  EXPECT_EQ(f.reordered_in_path, 7u);
+  EXPECT_TRUE(f.faithful());
+}
+
 TEST(Fidelity, AnOverloadedRunIsInconclusiveNeverPass) {
   WorkerLoad hog;
   hog.busy_s = 0.97;            // saturated

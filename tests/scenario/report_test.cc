@@ -149,6 +149,8 @@ Report make_fault_report() {
       sum += iv.goodput_bps;
       iv.retransmits = static_cast<uint64_t>(down ? 400 + 10 * k : 40);
       iv.loss_seen = down ? 0.02 : 0.005;
+      iv.rtos = down && k == 8 ? 2 : 0;
+      iv.path_state_changes = down && k == 8 ? 1 : 0;
       for (int p = 0; p < 4; ++p) {
         const double share = down ? (p == 1 ? 0.0 : meta ? 1.0 / 3 : 0.25) : 0.25;
         iv.plane_utilisation.push_back(std::min(1.0, iv.goodput_bps * share / 2.5e9));
@@ -288,6 +290,33 @@ TEST(ReportJson, RoundTripsKeyFields) {
   EXPECT_DOUBLE_EQ(j["derived"]["runs"][0]["retained"].get<double>(), 1.0);
   // Stable: the same report gives the same text.
   EXPECT_EQ(text, ms::report_json(r));
+}
+
+// When the RTOs and path changes happened, interval by interval, in the JSON
+// (read back) and the CSV: a fault run's totals alone do not say whether a
+// healthy path flipped at the fault or elsewhere.
+TEST(ReportJson, IntervalsCarryRtosAndPathStateChanges) {
+  const ms::Report r = make_fault_report();
+  const auto j = nlohmann::json::parse(ms::report_json(r));
+  EXPECT_EQ(j["runs"][0]["intervals"][8]["rtos"], 2);
+  EXPECT_EQ(j["runs"][0]["intervals"][8]["path_state_changes"], 1);
+  EXPECT_EQ(j["runs"][0]["intervals"][9]["rtos"], 0);
+  std::string err;
+  const auto back = ms::parse_report_json(ms::report_json(r), "r.json", &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(back->runs[0].intervals[8].rtos, 2u);
+  EXPECT_EQ(back->runs[0].intervals[8].path_state_changes, 1u);
+  auto missing = j;
+  missing["runs"][0]["intervals"][8].erase("rtos");
+  EXPECT_FALSE(ms::parse_report_json(missing.dump(), "r.json", &err));
+  EXPECT_NE(err.find("/runs/0/intervals/8"), std::string::npos) << err;
+  EXPECT_NE(err.find("rtos"), std::string::npos) << err;
+  // CSV: interval 8 (2.00-2.25 s) of run 0 has 2 RTOs and 1 path change.
+  const std::string csv = ms::timeseries_csv(r);
+  const size_t row = csv.find("\n0,metaroce,metaroce,,,2,2.25,");
+  ASSERT_NE(row, std::string::npos) << csv.substr(0, 400);
+  const std::string line = csv.substr(row + 1, csv.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find(",0.02,2,1,"), std::string::npos) << line;
 }
 
 // Capture windows: report.json lists each with its window and counts and
@@ -486,8 +515,8 @@ TEST(ReportCsv, HeaderAndOneRowPerRunAndInterval) {
   std::string header, line;
   std::getline(in, header);
   EXPECT_EQ(header,
-            "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,queue_bytes,"
-            "ecn_marks,plane0_util,plane1_util,plane2_util,plane3_util");
+            "run,job,transport,sweep_parameter,sweep_value,t0_s,t1_s,goodput_gbps,retransmits,loss_seen,rtos,"
+            "path_state_changes,queue_bytes,ecn_marks,plane0_util,plane1_util,plane2_util,plane3_util");
   std::vector<std::string> rows;
   while (std::getline(in, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 6u * 8u);

@@ -166,7 +166,8 @@ bool same_run(const RunResult& a, const RunResult& b) {
   for (size_t i = 0; i < a.intervals.size(); ++i) {
     const Interval &x = a.intervals[i], &y = b.intervals[i];
     if (x.goodput_bps != y.goodput_bps || x.retransmits != y.retransmits || x.plane_bytes != y.plane_bytes ||
-        x.queue_bytes != y.queue_bytes || x.ecn_marks != y.ecn_marks || x.loss_seen != y.loss_seen)
+        x.queue_bytes != y.queue_bytes || x.ecn_marks != y.ecn_marks || x.loss_seen != y.loss_seen ||
+        x.rtos != y.rtos || x.path_state_changes != y.path_state_changes)
       return false;
   }
   return true;

@@ -38,11 +38,13 @@ bool MetaRoceConnection::rx_path(Path& p, const wire::PacketView& pv, const wire
     ep_.mutable_counters().drop_out_of_window++;
     return false;
   }
+  const bool late = p.rx.later_arrived(seq);
   const SackWindow::Result res = p.rx.on_packet(seq, floor);
   if (res == SackWindow::Result::kBeyondWindow) {
     ep_.mutable_counters().drop_out_of_window++;
     return false;
   }
+  if (late && res == SackWindow::Result::kNew) ep_.mutable_counters().rx_reordered_in_path++;
   // kBelowWindow / kDuplicate: a late or repeated copy; the message layer dedupes its data.
   const bool in_order = res == SackWindow::Result::kNew && !p.rx.has_gap() && seq + 1 == p.rx.cum();
   if (v.ecn == wire::Ecn::kCe) p.rx_ce++;

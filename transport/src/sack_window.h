@@ -41,6 +41,19 @@ class SackWindow {
     return Result::kNew;
   }
 
+  // Whether a seq after `seq` has arrived already (asked before on_packet):
+  // on a path, which its fabric route keeps in order, `seq` then comes late,
+  // reordered on the way.
+  bool later_arrived(uint32_t seq) const {
+    const int32_t d = seq_diff(seq, cum_);
+    if (d < 0 || d > static_cast<int32_t>(kBits)) return false;
+    for (uint32_t k = static_cast<uint32_t>(d) / 64; k < 4; ++k) {
+      uint64_t w = w_[k];
+      if (k == static_cast<uint32_t>(d) / 64) w &= ~0ull << (static_cast<uint32_t>(d) % 64);  // bits for seqs > seq
+      if (w != 0) return true;
+    }
+    return false;
+  }
   uint32_t cum() const { return cum_; }
   bool has_gap() const { return (w_[0] | w_[1] | w_[2] | w_[3]) != 0; }
   // The bitmap as AckBlock.sack bytes (LSB of byte 0 = cum+1).

@@ -279,6 +279,8 @@ struct Interval {
   double messages = 0;
   uint64_t retransmits = 0;
   double loss_seen = 0;             // retransmits / data packets in the interval
+  uint64_t rtos = 0;                // retransmission timeouts in the interval, all paths
+  uint64_t path_state_changes = 0;  // path state changes in the interval: when a path went down or degraded
   std::vector<double> plane_bytes;  // bytes forwarded per plane (ECMP hops) in the interval
   std::vector<double> plane_utilisation;  // plane_bytes x 8 / (interval x plane rate), [0, 1]
   double queue_bytes = 0;           // deepest ECMP-link backlog seen at the interval's end
@@ -326,6 +328,11 @@ struct Fidelity {
   // "worker delay_line_full", ...
   std::map<std::string, uint64_t> drops;
   uint64_t datapath_drops = 0;            // the sum of the datapath causes
+  // MetaRoCE frames that arrived after a later frame of their own path
+  // (endpoint_rx_reordered_in_path_total): only a fabric configured to
+  // reorder (reorder, jitter) or the host's datapath makes them, and each
+  // counts at its sender as a loss.
+  uint64_t reordered_in_path = 0;
   std::vector<std::string> problems;      // why the run is not a faithful measurement
   bool faithful() const { return !measured || problems.empty(); }
 };

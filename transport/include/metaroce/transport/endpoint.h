@@ -108,6 +108,11 @@ struct EndpointCounters {
   uint64_t drop_unknown_connection = 0;
   uint64_t drop_wrong_peer = 0;      // connection id valid but sent from another address
   uint64_t drop_out_of_window = 0;
+  // Not a drop: MetaRoCE frames that arrived after a later frame of their own
+  // path. A path is one route (its entropy picks one ECMP link per hop), so
+  // only a fabric that reorders (configured reorder or jitter) or a datapath
+  // that does makes them; the sender counts each as lost and resends it.
+  uint64_t rx_reordered_in_path = 0;
   uint64_t completion_queue_overflow = 0;
   // A gauge, not a count: bytes of engine state all connections hold now (the
   // sum of ConnectionStats::state_bytes).
