@@ -271,7 +271,6 @@ class MetaRoceConnection final : public Connection {
   // --- small helpers and constants (here)
   uint32_t chunks_for(uint32_t len) const { return len == 0 ? 1 : (len + cfg_.mtu_payload - 1) / cfg_.mtu_payload; }
 
-  static constexpr double kLossGain = 1.0 / 64;         // path health: loss EWMA gain per resolved packet
   static constexpr double kPacingBurst = 256 * 1024;  // pacing: token bucket depth, bytes
 
   // --- state, shared by all the files above

@@ -38,7 +38,7 @@ Path MetaRoceConnection::make_path(size_t i) const {
                                  .max_cwnd_packets = static_cast<double>(t.max_cwnd_packets),
                                  .additive_increase_packets = t.additive_increase_packets,
                                  .gain = t.dctcp_gain});
-  p.health = PathHealth(HealthParams{.loss_gain = kLossGain,
+  p.health = PathHealth(HealthParams{.loss_gain = kPathLossGain,
                                      .degraded_loss = t.degraded_loss,
                                      .degraded_ratio = t.degraded_ratio,
                                      .down_after_rtos = t.down_after_rtos,

@@ -13,7 +13,16 @@
 
 namespace metaroce::transport {
 
-// Values come from TransportTuning (and kLossGain): no defaults here, so a
+// The loss estimate's gain per resolved packet: a memory of about 2 / gain =
+// 512 packets. A shorter memory holds too few losses at the loss rates the
+// fabric really has (at 0.5%, about one in 128 packets), so chance clusters
+// of them look like a bad path: at 1/64, 3-7 % of 8-path runs of 16,000
+// packets per path saw a healthy path flip to degraded and back under
+// uniform 0.5-5 % loss (tests/unit/transport_path_health_test.cc). A path
+// losing 10 % among paths losing 0.5 % is still found in about 100 packets.
+inline constexpr double kPathLossGain = 1.0 / 256;
+
+// Values come from TransportTuning (and kPathLossGain): no defaults here, so a
 // default lives in one place only.
 struct HealthParams {
   double loss_gain = 0;  // EWMA gain per resolved packet
@@ -52,16 +61,18 @@ class PathHealth {
   // difference, this path's loss must be to count as evidence against it.
   // Every path's estimate is noisy (about 2/loss_gain packets of memory): at
   // 5% uniform loss a bare "twice the others" test is crossed by chance many
-  // times a second and marks healthy paths degraded. At 5 sigma a healthy
-  // path leaves active about once in 10^5 estimate windows; a path losing
-  // clearly more than the others is still found within a few hundred packets.
+  // times a second and marks healthy paths degraded. The test runs after
+  // every ACK, so its false-alarm rate per test must be far below one in the
+  // number of tests a run makes; a path losing clearly more than the others
+  // is still found within a few hundred packets.
   static constexpr double kEvidenceSigmas = 5.0;
   // The same confidence for few losses, where the normal approximation fails:
-  // at 0.5% loss a path's estimate holds about one expected loss, and four
-  // losses close together (10 "sigmas") happen by chance a few times a run.
-  // So the path's loss count must also be this improbable under a Poisson
-  // law at the other paths' rate (the one-sided tail of 5 sigmas).
-  static constexpr double kEvidenceTail = 2.87e-7;
+  // at 0.5% loss a path's estimate holds about 2.5 expected losses, and
+  // clusters of them happen by chance. So the path's loss count must also be
+  // this improbable under a Poisson law at the other paths' rate (about the
+  // one-sided tail of 5.6 sigmas; at 2.87e-7, 5 sigmas, 1 % of runs under
+  // uniform 5 % loss still flipped a path).
+  static constexpr double kEvidenceTail = 1e-8;
   // A degraded path comes back when it is within this many sigmas of the others.
   static constexpr double kRecoverSigmas = 1.0;
 
