@@ -178,6 +178,33 @@ TEST(PathHealth, DownAfterConsecutiveRtosUpAfterProbes) {
   EXPECT_FALSE(h.became_active());  // an edge, consumed once
 }
 
+// Consecutive timeouts are evidence only where a path losing like the others
+// would rarely time out that often: after a timeout one packet is in flight,
+// lost with its ACK at 1 - (1 - loss)^2. Down after n timeouts when that to
+// the n is below 1e-4, at least down_after_rtos, at most kMaxRtosToDown.
+TEST(PathHealth, TimeoutsNeededGrowWithTheFabricsLoss) {
+  const PathHealth h(params());
+  EXPECT_EQ(h.rtos_to_down(0.0), 2u);
+  EXPECT_EQ(h.rtos_to_down(0.005), 2u);  // 0.00997^2 = 9.9e-5
+  EXPECT_EQ(h.rtos_to_down(0.01), 3u);   // 0.0199^2 = 4e-4
+  EXPECT_EQ(h.rtos_to_down(0.05), 4u);
+  EXPECT_EQ(h.rtos_to_down(0.10), 6u);   // 0.19^5 = 2.5e-4, 0.19^6 = 4.7e-5
+  EXPECT_EQ(h.rtos_to_down(0.60), PathHealth::kMaxRtosToDown);
+  EXPECT_EQ(h.rtos_to_down(1.0), PathHealth::kMaxRtosToDown);
+  for (double loss = 0.001; loss < 0.3; loss *= 1.1) {
+    const uint32_t n = h.rtos_to_down(loss);
+    const double rt = 1 - (1 - loss) * (1 - loss);
+    EXPECT_LT(std::pow(rt, n), PathHealth::kDownEvidence) << loss;
+    if (n > 2) EXPECT_GE(std::pow(rt, n - 1), PathHealth::kDownEvidence) << loss;
+  }
+  // Under 10% loss everywhere, five timeouts in a row leave a path up; the sixth takes it down.
+  PathHealth p(params());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(p.on_rto(true, 0.10), PathHealth::Action::kNone);
+  EXPECT_EQ(p.state(), PathState::kActive);
+  EXPECT_EQ(p.on_rto(true, 0.10), PathHealth::Action::kRotateEntropy);
+  EXPECT_EQ(p.state(), PathState::kDown);
+}
+
 TEST(PathHealth, AnAckBetweenRtosResetsTheCount) {
   PathHealth h(params());
   h.on_rto();

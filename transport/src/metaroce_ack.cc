@@ -89,13 +89,21 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   // A fully acknowledged request now waits on the watermark: arm its timer.
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
   // Health.
-  // The other live paths' loss, pooled; a down path's loss is its own, not the fabric's.
+  const PathState before = p.health.state();
+  if (p.health.evaluate(others_evidence(p)) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
+  note_state(p, before);
+}
+
+// The other live paths' loss, pooled; a down path's loss is its own, not the
+// fabric's. answering_only also leaves out paths that timed out since their
+// last ACK: when a plane fails, its paths time out together, and their
+// mounting losses are the failure's, not the fabric's (PathHealth::rtos_to_down).
+LossEvidence MetaRoceConnection::others_evidence(const Path& p, bool answering_only) const {
   LossEvidence others;
   for (const Path& q : paths_)
-    if (&q != &p && q.health.state() != PathState::kDown) others += q.health.evidence();
-  const PathState before = p.health.state();
-  if (p.health.evaluate(others) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
-  note_state(p, before);
+    if (&q != &p && q.health.state() != PathState::kDown && !(answering_only && q.health.timing_out()))
+      others += q.health.evidence();
+  return others;
 }
 
 void MetaRoceConnection::mark_lost(Path& p, TxRecord& r, bool count_in_health) {

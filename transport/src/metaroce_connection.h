@@ -248,6 +248,7 @@ class MetaRoceConnection final : public Connection {
   Nanos message_timeout() const;
   Nanos pto(const Path& p) const;
   void on_rto(Path& p, Nanos now);
+  LossEvidence others_evidence(const Path& p, bool answering_only = false) const;
   bool others_answered_after(const Path& p, Nanos now) const;
   void restart_message(Stream& s, TxMsg& m, Nanos resume_at);
   Nanos next_deadline() const override;

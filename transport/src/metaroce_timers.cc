@@ -149,7 +149,7 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   p.tail_probe_rearmed = true;  // no tail-loss probe after a timeout until an ACK
   p.pto_at = kNever;
   const PathState before = p.health.state();
-  if (p.health.on_rto(others_answered_after(p, now)) == PathHealth::Action::kRotateEntropy) {
+  if (p.health.on_rto(others_answered_after(p, now), others_evidence(p, true).loss()) == PathHealth::Action::kRotateEntropy) {
     rotate_entropy(p);
     p.next_probe_at = now;
     p.probe_backoff = 0;

@@ -6,6 +6,7 @@
 // moves it to another route; a path that goes down is rotated at once.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -116,11 +117,12 @@ class PathHealth {
   // answered is evidence against this path; when every path goes quiet at
   // once the host or the whole fabric stalled, and a path is declared down
   // only if the silence outlasts kSilentExtraRtos more (backed-off) timeouts,
-  // far longer than a scheduler hiccup.
+  // far longer than a scheduler hiccup. others_loss: the other live paths'
+  // pooled loss (rtos_to_down).
   static constexpr uint32_t kSilentExtraRtos = 3;
-  Action on_rto(bool others_answered = true) {
+  Action on_rto(bool others_answered = true, double others_loss = 0) {
     ++consecutive_rtos_;
-    const uint32_t needed = p_.down_after_rtos + (others_answered ? 0 : kSilentExtraRtos);
+    const uint32_t needed = rtos_to_down(others_loss) + (others_answered ? 0 : kSilentExtraRtos);
     if (consecutive_rtos_ >= needed && state_ != PathState::kDown) {
       set(PathState::kDown);
       return Action::kRotateEntropy;
@@ -128,7 +130,30 @@ class PathHealth {
     return Action::kNone;
   }
 
+  // How unlikely consecutive timeouts must be, for a path that loses like the
+  // others, before they make it down.
+  static constexpr double kDownEvidence = 1e-4;
+  // Consecutive timeouts that mark a path down: down_after_rtos, or more
+  // where the fabric loses so much that a path losing like the others would
+  // time out that often by chance. After a timeout a path has one packet in
+  // flight (its window collapsed), which times out again when it or its ACK
+  // is lost, with probability 1 - (1 - loss)^2: at 10 % loss, 19 %, so two
+  // timeouts in a row (the old rule) marked a healthy path down in one of
+  // about five timeouts; six are needed for kDownEvidence. At 0.5 % two remain.
+  // A path silent through this many backed-off timeouts (seconds) is down
+  // whatever the fabric loses.
+  static constexpr uint32_t kMaxRtosToDown = 16;
+  uint32_t rtos_to_down(double others_loss) const {
+    const double delivered = 1 - std::clamp(others_loss, 0.0, 1.0);
+    const double round_trip_loss = 1 - delivered * delivered;
+    if (round_trip_loss <= 0) return p_.down_after_rtos;
+    const double n = round_trip_loss >= 1 ? kMaxRtosToDown
+                                          : std::ceil(std::log(kDownEvidence) / std::log(round_trip_loss) - 1e-9);
+    return std::max(p_.down_after_rtos, static_cast<uint32_t>(std::min<double>(n, kMaxRtosToDown)));
+  }
+
   PathState state() const { return state_; }
+  bool timing_out() const { return consecutive_rtos_ > 0; }  // timed out since its last ACK
   double loss() const { return ev_.loss(); }
   const LossEvidence& evidence() const { return ev_; }
   uint64_t state_changes() const { return changes_; }

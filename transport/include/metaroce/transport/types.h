@@ -108,7 +108,7 @@ struct TransportTuning {
   Nanos initial_rto_ns = 10'000'000;
   Nanos max_rto_ns = 50'000'000;
   Nanos min_pto_ns = kParamMinPto.engine_default;  // tail-loss probe after max(2 x srtt, this) without ACKs
-  uint32_t down_after_rtos = 2;        // consecutive RTOs, while other paths are answered, that mark a path down
+  uint32_t down_after_rtos = 2;        // consecutive RTOs, while other paths are answered, that mark a path down (more on a lossy fabric: PathHealth::rtos_to_down)
   Nanos probe_interval_ns = 100'000;   // first probe interval of a down path, doubling every 4 unanswered probes ...
   Nanos max_probe_interval_ns = 10'000'000;  // ... up to this: a dead plane costs little, a returning one is found fast
   uint32_t up_after_probes = 2;        // answered probes that bring a path back
