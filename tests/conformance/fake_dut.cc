@@ -161,7 +161,7 @@ void FakeDut::send_rocev2(std::span<const uint8_t> frame) {
   if (const uint8_t nak = place(); nak != 0) return rocev2_answer(c, udp->flow, nak, c.epsn);
   c.epsn = (c.epsn + 1) & rv::kPsnMask;
   c.nak_sent = false;
-  ++c.msn;
+  if (rv::is_last_or_only(v.opcode)) ++c.msn;  // completed messages, not packets (IBTA 9.7.5.1.2)
   if (v.ack_req) rocev2_answer(c, udp->flow, rv::kSyndromeAck, (c.epsn - 1) & rv::kPsnMask);
 }
 

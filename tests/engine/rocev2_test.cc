@@ -111,6 +111,62 @@ TEST(RoCEv2, AStaleSequenceNakChangesNothing) {
   EXPECT_TRUE(h.verify_all());
 }
 
+// The AETH's MSN counts the request messages the responder completed (IBTA
+// 9.7.5.1.2), not its packets: a three-packet WRITE moves it by one, on its
+// last packet. It counted packets.
+TEST(RoCEv2, MsnCountsMessagesNotPackets) {
+  Harness h(uniform_planes(1), 811);
+  const ConnPair conn = h.connect_rocev2(0);
+  const uint32_t mtu = mt::ConnectionConfig{}.mtu_payload;  // the harness keeps the default
+  Buffer& src = h.alloc(kA, 4 * mtu, mt::kAccessLocalWrite, "src");
+  Buffer& dst = h.alloc(kB, 4 * mtu, mt::kAccessRemoteWrite, "dst");
+  src.set_pattern(0, 4 * mtu, 3);
+  auto write = [&](uint64_t id, size_t off, uint32_t len) {
+    mt::WorkRequest wr;
+    wr.wr_id = id;
+    wr.verb = Verb::kWrite;
+    wr.local_addr = src.addr(off);
+    wr.lkey = src.key;
+    wr.length = len;
+    wr.remote_addr = dst.addr(off);
+    wr.rkey = dst.key;
+    dst.expect_bytes(off, src.data() + off, len);
+    return h.post(kA, conn.a, 0, wr);
+  };
+  namespace rv = mw::rocev2;
+  // Every frame A sends, handed to B one by one; the MSN of each ACK B answers with.
+  std::vector<uint32_t> msns;
+  auto deliver_all = [&] {
+    for (int round = 0; round < 8; ++round) {
+      const auto from_a = collect_tx(h.ep(kA), h.now());
+      if (from_a.empty()) break;
+      for (const auto& f : from_a) {
+        h.ep(kB).on_frame(f->bytes, h.now());
+        for (const auto& back : collect_tx(h.ep(kB), h.now())) {
+          ASSERT_TRUE(back->udp);
+          rv::PacketView pv;
+          ASSERT_TRUE(rv::decode(back->bytes, back->udp->payload, pv));
+          ASSERT_TRUE(pv.aeth);
+          msns.push_back(mw::load_be24(pv.aeth->msn));
+          h.ep(kA).on_frame(back->bytes, h.now());
+        }
+      }
+    }
+  };
+  ASSERT_EQ(write(1, 0, 3 * mtu), PostError::kOk);
+  deliver_all();
+  ASSERT_EQ(msns.size(), 3u) << "one ACK per packet (ack_every 1)";
+  EXPECT_EQ(msns[0], 0u);
+  EXPECT_EQ(msns[1], 0u);
+  EXPECT_EQ(msns[2], 1u) << "the WRITE's last packet completes message 1";
+  ASSERT_EQ(write(2, 3 * mtu, mtu), PostError::kOk);
+  deliver_all();
+  ASSERT_EQ(msns.size(), 4u);
+  EXPECT_EQ(msns[3], 2u);
+  EXPECT_TRUE(h.run_until([&] { return h.completions(kA).size() == 2; }, 10 * kMs));
+  EXPECT_TRUE(h.verify_all());
+}
+
 // A NIC takes descriptors only while its queue has room: poll_tx_paced asks
 // before every frame, so a connection that could fill a whole burst (a large
 // WRITE after a go-back-N) puts no more than the queue's room plus one frame
@@ -163,7 +219,9 @@ TEST(RoCEv2, GoBackNUnderLossKeepsTheLosslessRoundTrip) {
     ASSERT_TRUE(h.run_until([&] { return t.done(); }, 5000 * kMs)) << t.completed() << "/" << t.total();
     t.check();
     srtt[i] = h.ep(kA).stats(conn.a).paths[0].srtt_ns;
-    if (i == 1) EXPECT_GT(h.ep(kA).stats(conn.a).go_back_n, 10u);
+    if (i == 1) {
+      EXPECT_GT(h.ep(kA).stats(conn.a).go_back_n, 10u);
+    }
   }
   ASSERT_GT(srtt[0], 0);
   EXPECT_LT(srtt[1], 1.05 * srtt[0]) << "srtt " << srtt[1] << " ns at 5% loss against " << srtt[0] << " ns without";

@@ -189,7 +189,8 @@ class RoceConnection final : public Connection {
     }
     epsn_ = psn_add(epsn_, 1);
     nak_sent_ = false;
-    msn_++;
+    // The MSN counts completed request messages (IBTA 9.7.5.1.2), not packets.
+    if (rv::is_last_or_only(op)) msn_++;
     if (pv.ack_req || ++since_ack_ >= cfg_.tuning.ack_every) ack_due_ = true;
   }
 
