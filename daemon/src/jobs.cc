@@ -336,8 +336,13 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   bool stop_sent = false;
   int64_t stop_at = 0;
   // A stop drains outstanding requests; a fabric that delivers nothing may
-  // keep them until their retry budget ends, so give up after this long.
-  const int64_t drain_limit_ns = 30'000'000'000;
+  // keep them until their retry budget ends, so give up after this long. When
+  // the daemon is shutting down, much sooner: SIGTERM must end it well inside
+  // a pod's 30 s grace period, or it is killed with its ports and XDP
+  // programs attached (a RoCEv2 QP whose peer vanished took 5-12 s to exhaust
+  // its retries).
+  constexpr int64_t kStopDrainNs = 30'000'000'000, kShutdownDrainNs = 2'000'000'000;
+  int64_t drain_limit_ns = kStopDrainNs;
   bool forced = false;
   std::vector<transport::ConnectionStats> stats;
   while (!driver->finished()) {
@@ -353,6 +358,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       stop_sent = true;
       stop_at = now;
     }
+    if (shutting_down_) drain_limit_ns = kShutdownDrainNs;
     if (stop_sent && now - stop_at > drain_limit_ns) {
       forced = true;
       break;
@@ -403,7 +409,11 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
   bool duplicates_known = false;
   if (forced) {
     // The driver may still be working: read only its atomics.
-    res.set_first_error("stop: outstanding requests did not complete within 30 s");
+    const std::string why = "stop: outstanding requests did not complete within " +
+                            std::to_string(drain_limit_ns / 1'000'000'000) + " s" +
+                            (drain_limit_ns == kShutdownDrainNs ? " (daemon shutting down): abandoned" : "");
+    res.set_first_error(why);
+    if (shutting_down_) spdlog::warn("job {}: {}", job->id, why);
     verified = false;
     verification = "not checked (job forced to stop)";
   } else {

@@ -787,6 +787,50 @@ TEST(DaemonUdp, RoceV2JobsBetweenTwoDaemonsAreVerified) {
   EXPECT_EQ(pair.stop(), (std::vector<int>{0, 0})) << pair.log(0) << pair.log(1);
 }
 
+// SIGTERM stops a daemon promptly even while a job waits on a peer that is
+// gone: the job's drain is cut short (a stop otherwise gives outstanding
+// requests 30 s), so the daemon exits well inside a pod's default 30 s grace
+// period instead of being killed with its ports and XDP programs attached.
+// It took about a minute.
+TEST(DaemonUdp, SigtermEndsAJobWhosePeerIsGoneWithinSeconds) {
+  daemon_test::UdpDaemonPair pair(METAROCED_PATH, "mrterm", "");
+  ASSERT_EQ(pair.wait_ready(), "");
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", pair.address(0)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto res = ml::run_command(argv);
+    return Ctl{res.status, res.out, res.err};
+  };
+  const Ctl start = ctl({"-o", "json", "traffic", "start", "--peer", pair.address(1), "--transport", "rocev2", "--size", "64K", "--duration",
+                         "600s", "--interval", "100ms"});
+  ASSERT_EQ(start.status, 0) << start.err << pair.log(0);
+  const std::string id = std::to_string(num(start.j()["id"]));
+  // Running once its peer has answered: frames came back to a.
+  auto frames_in = [&] {
+    const json j = ctl({"-o", "json", "counters"}).j();
+    for (const auto& c : j["counters"])
+      if (c["name"] == "endpoint_frames_in_total") return c["value"].get<double>();
+    return 0.0;
+  };
+  bool moving = false;  // bounded: 20 s
+  for (int i = 0; i < 200 && !moving; ++i) {
+    moving = frames_in() > 100;
+    if (!moving) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(moving) << ctl({"-o", "json", "traffic", "result", id}).out << pair.log(0);
+  pair.kill_now(1);  // nothing it was sent is ever answered now
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = pair.terminate(0, std::chrono::seconds(25));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(rc, 0) << "still running 25 s after SIGTERM (killed)\n" << pair.log(0);
+  EXPECT_LT(took_s, 25.0);
+  // The QP, its peer gone, would exhaust its retries only after 5-12 s: the job was cut short, and says so.
+  EXPECT_NE(pair.log(0).find("outstanding requests did not complete within 2 s (daemon shutting down): abandoned"),
+            std::string::npos)
+      << pair.log(0);
+  std::printf("SIGTERM to exit with a job whose peer is gone: %.1f s\n", took_s);
+}
+
 TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   const fs::path dir = fs::temp_directory_path() / ("mrlim-" + std::to_string(getpid()));
   fs::create_directories(dir);

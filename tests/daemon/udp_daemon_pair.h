@@ -90,6 +90,24 @@ class UdpDaemonPair {
     return rc;
   }
 
+  // SIGKILL daemon h and reap it: a peer that vanished without a word.
+  void kill_now(int h) {
+    if (pid_[h] <= 0) return;
+    kill(pid_[h], SIGKILL);
+    waitpid(pid_[h], nullptr, 0);
+    pid_[h] = -1;
+  }
+  // SIGTERM daemon h alone and wait (bounded): its exit status, -1 if it was
+  // still running at the limit (then killed).
+  int terminate(int h, std::chrono::seconds limit) {
+    if (pid_[h] <= 0) return -1;
+    kill(pid_[h], SIGTERM);
+    const int rc = wait_exit(pid_[h], limit);
+    if (rc < 0 && waitpid(pid_[h], nullptr, WNOHANG) == 0) kill(pid_[h], SIGKILL), waitpid(pid_[h], nullptr, 0);
+    pid_[h] = -1;
+    return rc;
+  }
+
   void keep_dir() { keep_dir_ = true; }
   const std::string& address(int h) const { return address_[h]; }
   uint16_t udp_port() const { return udp_port_; }
