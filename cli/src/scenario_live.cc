@@ -103,7 +103,8 @@ class LiveBackend final : public ms::Backend {
     ms::DeployedHostLinks links{s_.fabric, rate->get<double>(), queue->get<uint32_t>(), ecn->get<uint32_t>()};
     std::vector<ms::DeployedEndpoint> endpoints;
     for (const std::string& name : s_.host_order) {
-      const nlohmann::json ec = daemon_config(*hosts_.at(name));
+      // A daemon that is both the fabric node and this host (one daemon per core) is asked once.
+      const nlohmann::json ec = s_.hosts.at(name) == s_.fabric ? fc : daemon_config(*hosts_.at(name));
       const auto* pace = field(ec, {"endpoint", "port_rate_bps"});
       if (!pace)
         throw UsageError(fmt::format("hosts.{}: the daemon at {} reports no endpoint settings (Daemon.GetConfig): "

@@ -104,10 +104,10 @@ std::unique_ptr<EndpointRuntime> EndpointRuntime::start(const EndpointSection& c
     }
     std::string err;
     auto port = datapath::open_port(pc, &err);
-    if (!port && config.datapath == "udp" && err.rfind("udp_ports: ", 0) == 0) {
+    if (!port && config.datapath == "udp" && err.starts_with(datapath::kUdpPortsError)) {
       // Not a port the operator chose: the fixed RoCEv2 port on the endpoint's own address.
       *error = "endpoint.address: " + pc.local_ip + " cannot take RoCEv2's UDP port " +
-               std::to_string(wire::rocev2::kUdpPort) + " (" + err.substr(11) +
+               std::to_string(wire::rocev2::kUdpPort) + " (" + err.substr(datapath::kUdpPortsError.size()) +
                "); the udp datapath listens there besides endpoint.udp_port, so every endpoint on a host needs an "
                "address of its own (on lo any 127.x.y.z)";
       return nullptr;

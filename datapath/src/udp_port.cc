@@ -173,7 +173,7 @@ class UdpPort final : public Port {
       if (port == 0 || port_to_socket_[port] != kNoSocket) continue;  // 0: none; local_port: the main socket
       const int extra = open_socket(local_ip_, port, &field, &why);
       if (extra < 0 || !add_socket(extra, port, &why)) {
-        *error = "udp_ports: " + why;
+        *error = std::string(kUdpPortsError) + why;
         return false;
       }
       port_to_socket_[port] = static_cast<int16_t>(sockets_.size() - 1);  // frames from this port leave from it

@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace metaroce::datapath {
@@ -81,6 +82,10 @@ class Port {
 // one line naming the field and the problem (e.g. "ifname: no such interface
 // 'veth9'", "kind: 'dpdk' support was not built (libdpdk-dev missing)").
 std::unique_ptr<Port> open_port(const PortConfig& config, std::string* error);
+// The start of open_port's error when a udp port could not bind one of
+// config.udp_ports (the rest: the address and the reason), so that a caller
+// that chose those ports itself can say what they were for.
+inline constexpr std::string_view kUdpPortsError = "udp_ports: ";
 
 // Which kinds this build supports, e.g. {"memory", "udp", "afxdp", "dpdk"}.
 std::vector<std::string> supported_port_kinds();
