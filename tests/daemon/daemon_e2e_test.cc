@@ -753,12 +753,7 @@ TEST(DaemonLimits, WatchStreamsAreBoundedAndTheirSlotsReturn) {
 TEST(DaemonUdp, RoceV2JobsBetweenTwoDaemonsAreVerified) {
   daemon_test::UdpDaemonPair pair(METAROCED_PATH, "mrroce", "");
   ASSERT_EQ(pair.wait_ready(), "");
-  auto ctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", pair.address(0)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto res = ml::run_command(argv);
-    return Ctl{res.status, res.out, res.err};
-  };
+  auto ctl = [&](const std::vector<std::string>& args) { return daemon_test::ctl_at(METAROCECTL_PATH, pair.address(0), args); };
   for (const char* op : {"write", "write_imm", "send"}) {
     const Ctl start = ctl({"-o", "json", "traffic", "start", "--peer", pair.address(1), "--transport", "rocev2", "--op",
                            op, "--size", "8K", "--iterations", "300"});
@@ -795,12 +790,7 @@ TEST(DaemonUdp, RoceV2JobsBetweenTwoDaemonsAreVerified) {
 TEST(DaemonUdp, SigtermEndsAJobWhosePeerIsGoneWithinSeconds) {
   daemon_test::UdpDaemonPair pair(METAROCED_PATH, "mrterm", "");
   ASSERT_EQ(pair.wait_ready(), "");
-  auto ctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", pair.address(0)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto res = ml::run_command(argv);
-    return Ctl{res.status, res.out, res.err};
-  };
+  auto ctl = [&](const std::vector<std::string>& args) { return daemon_test::ctl_at(METAROCECTL_PATH, pair.address(0), args); };
   const Ctl start = ctl({"-o", "json", "traffic", "start", "--peer", pair.address(1), "--transport", "rocev2", "--size", "64K", "--duration",
                          "600s", "--interval", "100ms"});
   ASSERT_EQ(start.status, 0) << start.err << pair.log(0);
@@ -846,11 +836,8 @@ TEST(DaemonLimits, MemoryBudgetAndHalfOpenConnectionsExpire) {
   const pid_t a = spawn({METAROCED_PATH, "--config", (dir / "a.yaml").string()}, (dir / "a.log").string());
   const pid_t b = spawn({METAROCED_PATH, "--config", (dir / "b.yaml").string()}, (dir / "b.log").string());
   auto addr = [&](const std::string& n) { return "unix://" + (dir / (n + ".sock")).string(); };
-  auto ctl = [&](const std::string& n, std::vector<std::string> args) {
-    std::vector<std::string> argv = {METAROCECTL_PATH, "--server", addr(n)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto res = ml::run_command(argv);
-    return Ctl{res.status, res.out, res.err};
+  auto ctl = [&](const std::string& n, const std::vector<std::string>& args) {
+    return daemon_test::ctl_at(METAROCECTL_PATH, addr(n), args);
   };
   auto gauge = [&](const std::string& n, const std::string& name) -> double {
     const json j = ctl(n, {"-o", "json", "counters"}).j();

@@ -44,6 +44,14 @@ struct Ctl {
   }
 };
 
+// metarocectl against one daemon: metarocectl --server SERVER args...
+inline Ctl ctl_at(const std::string& metarocectl, const std::string& server, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {metarocectl, "--server", server};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto res = ml::run_command(argv);
+  return Ctl{res.status, res.out, res.err};
+}
+
 inline std::string skip_reason() {
   if (geteuid() != 0) return "needs root (network namespaces, AF_XDP)";
   if (ml::run_command({"ip", "-V"}).status != 0) return "needs iproute2";
