@@ -90,7 +90,7 @@ void Simulator::push(Nanos at, Kind k, uint32_t index) {
   // never silently misordered.
   if (index > kMaxIndex) throw std::length_error("simulator: more than 16,777,215 frames or controls at once");
   if (seq_ >> (64 - kIndexBits - kKindBits)) throw std::length_error("simulator: more than 2^38 events scheduled");
-  heap_push({at, (seq_++ << (kIndexBits + kKindBits)) | (static_cast<uint64_t>(k) << kIndexBits) | index});
+  queue_.push({at, (seq_++ << (kIndexBits + kKindBits)) | (static_cast<uint64_t>(k) << kIndexBits) | index});
 }
 
 void Simulator::at(Nanos t, std::function<void()> fn) {
@@ -191,41 +191,44 @@ void Simulator::route(uint32_t slot, const Route& r, int from, uint8_t plane) {
   }
 }
 
-void Simulator::heap_push(Event e) {
-  size_t i = queue_.size();
-  queue_.push_back(e);
-  while (i > 0) {
-    const size_t parent = (i - 1) / 4;
-    if (!e.before(queue_[parent])) break;
-    queue_[i] = queue_[parent];
-    i = parent;
-  }
-  queue_[i] = e;
+void Simulator::EventQueue::push(const Event& e) {
+  // Scheduling into the past would be popped out of order: a bug, never silently misordered.
+  if (e.at < last_at) throw std::logic_error("simulator: an event scheduled before the last one run");
+  // Keys grow with every push (their high bits are the sequence), and a
+  // bucket is only refilled from a higher one while it is empty (below), so
+  // every bucket stays in key order by appending: bucket 0, whose events
+  // share one time, pops in the order they were scheduled.
+  bucket[bucket_of(e.at, last_at)].push_back(e);
+  ++size;
 }
 
-void Simulator::heap_pop() {
-  const Event last = queue_.back();
-  queue_.pop_back();
-  const size_t n = queue_.size();
-  if (n == 0) return;
-  size_t i = 0;
-  while (true) {
-    const size_t first = 4 * i + 1;
-    if (first >= n) break;
-    size_t best = first;
-    for (size_t c = first + 1; c < std::min(first + 4, n); ++c)
-      if (queue_[c].before(queue_[best])) best = c;
-    if (!queue_[best].before(last)) break;
-    queue_[i] = queue_[best];
-    i = best;
-  }
-  queue_[i] = last;
+const Simulator::Event* Simulator::EventQueue::front() {
+  if (head0 < bucket[0].size()) return &bucket[0][head0];
+  if (size == 0) return nullptr;
+  bucket[0].clear();
+  head0 = 0;
+  unsigned b = 1;
+  while (bucket[b].empty()) ++b;
+  std::vector<Event>& from = bucket[b];
+  Nanos least = from.front().at;
+  for (const Event& e : from) least = std::min(least, e.at);
+  last_at = least;
+  // Every event of bucket b moves, in order, to one of the lower buckets,
+  // which are all empty: they stay in key order.
+  for (const Event& e : from) bucket[bucket_of(e.at, last_at)].push_back(e);
+  from.clear();
+  return &bucket[0][0];
+}
+
+void Simulator::EventQueue::pop() {
+  ++head0;
+  --size;
 }
 
 void Simulator::run_until(Nanos t) {
-  while (!queue_.empty() && queue_.front().at <= t) {
-    const Event e = queue_.front();
-    heap_pop();
+  for (const Event* next = queue_.front(); next && next->at <= t; next = queue_.front()) {
+    const Event e = *next;
+    queue_.pop();
     now_ = e.at;
     ++events_;
     const uint32_t index = static_cast<uint32_t>(e.key & kMaxIndex);

@@ -158,7 +158,6 @@ class Simulator {
   struct Event {
     Nanos at;
     uint64_t key;
-    bool before(const Event& o) const { return at != o.at ? at < o.at : key < o.key; }
   };
   static constexpr unsigned kIndexBits = 24, kKindBits = 2;
   static constexpr uint64_t kMaxIndex = (1ull << kIndexBits) - 1;
@@ -180,11 +179,27 @@ class Simulator {
   Fabric& fabric_;
   std::vector<transport::Endpoint*> hosts_;
   std::vector<Nanos> wake_at_;
-  // A 4-ary min-heap of events by (at, key): half the levels of a binary
-  // heap, and a node's four children share a cache line.
-  std::vector<Event> queue_;
-  void heap_push(Event e);
-  void heap_pop();
+  // Pending events, popped in (at, key) order: a radix heap, which fits a
+  // simulator because no event is scheduled before the last one popped
+  // (monotone). Bucket b > 0 holds the events whose time first differs from
+  // last_at_ in bit b - 1; bucket 0 those at last_at_ itself, in key order.
+  // A push is an append; a pop takes bucket 0's next event, or first
+  // re-sorts the lowest non-empty bucket into lower ones (each event moves
+  // at most 64 times in all). A 4-ary heap spent 14 % of a 4,000-connection
+  // all-to-all in its pops, a cache miss per level of a million events.
+  struct EventQueue {
+    std::vector<Event> bucket[65];
+    size_t head0 = 0;  // bucket[0]'s next event
+    size_t size = 0;
+    Nanos last_at = 0;
+    static unsigned bucket_of(Nanos at, Nanos last) {
+      return at == last ? 0u : 64u - static_cast<unsigned>(__builtin_clzll(static_cast<uint64_t>(at ^ last)));
+    }
+    void push(const Event& e);
+    const Event* front();  // nullptr when empty
+    void pop();            // after front() returned an event
+  };
+  EventQueue queue_;
   std::vector<Packet> packets_;
   std::vector<uint32_t> free_packets_;
   std::vector<std::function<void()>> controls_;
