@@ -55,8 +55,9 @@ TEST(SimEventQueue, EventsRunInTimeThenScheduleOrder) {
   ASSERT_EQ(ran.size(), next_id) << "every scheduled event ran once";
   for (size_t i = 1; i < ran.size(); ++i) {
     ASSERT_LE(ran[i - 1].at, ran[i].at) << "event " << i << " ran before an earlier one";
-    if (ran[i - 1].at == ran[i].at)
+    if (ran[i - 1].at == ran[i].at) {
       ASSERT_LT(ran[i - 1].id, ran[i].id) << "at " << ran[i].at << " ns: not in the order scheduled";
+    }
   }
 }
 

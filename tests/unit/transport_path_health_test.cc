@@ -195,7 +195,9 @@ TEST(PathHealth, TimeoutsNeededGrowWithTheFabricsLoss) {
     const uint32_t n = h.rtos_to_down(loss);
     const double rt = 1 - (1 - loss) * (1 - loss);
     EXPECT_LT(std::pow(rt, n), PathHealth::kDownEvidence) << loss;
-    if (n > 2) EXPECT_GE(std::pow(rt, n - 1), PathHealth::kDownEvidence) << loss;
+    if (n > 2) {
+      EXPECT_GE(std::pow(rt, n - 1), PathHealth::kDownEvidence) << loss;
+    }
   }
   // Under 10% loss everywhere, five timeouts in a row leave a path up; the sixth takes it down.
   PathHealth p(params());

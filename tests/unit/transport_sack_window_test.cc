@@ -60,8 +60,9 @@ TEST(SackWindow, LaterArrivedMatchesWhatArrived) {
       const uint32_t seq = w.cum() + static_cast<uint32_t>(rng() % 258);
       bool later = false;
       for (uint32_t s : seen) later |= seq_diff(s, seq) > 0 && seq_diff(s, w.cum()) > 0;
-      if (seq_diff(seq, w.cum()) <= static_cast<int32_t>(SackWindow::kBits))
+      if (seq_diff(seq, w.cum()) <= static_cast<int32_t>(SackWindow::kBits)) {
         ASSERT_EQ(w.later_arrived(seq), later) << "seq " << seq << " cum " << w.cum();
+      }
       if (w.on_packet(seq, 0) == R::kNew) seen.insert(seq);
     }
   }
