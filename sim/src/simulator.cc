@@ -202,16 +202,17 @@ void Simulator::EventQueue::push(const Event& e) {
   ++size;
 }
 
-const Simulator::Event* Simulator::EventQueue::front() {
-  if (head0 < bucket[0].size()) return &bucket[0][head0];
+const Simulator::Event* Simulator::EventQueue::next_due(Nanos until) {
+  if (head0 < bucket[0].size()) return bucket[0][head0].at <= until ? &bucket[0][head0] : nullptr;
   if (size == 0) return nullptr;
-  bucket[0].clear();
-  head0 = 0;
   unsigned b = 1;
   while (bucket[b].empty()) ++b;
   std::vector<Event>& from = bucket[b];
   Nanos least = from.front().at;
   for (const Event& e : from) least = std::min(least, e.at);
+  if (least > until) return nullptr;
+  bucket[0].clear();
+  head0 = 0;
   last_at = least;
   // Every event of bucket b moves, in order, to one of the lower buckets,
   // which are all empty: they stay in key order.
@@ -226,7 +227,7 @@ void Simulator::EventQueue::pop() {
 }
 
 void Simulator::run_until(Nanos t) {
-  for (const Event* next = queue_.front(); next && next->at <= t; next = queue_.front()) {
+  for (const Event* next = queue_.next_due(t); next; next = queue_.next_due(t)) {
     const Event e = *next;
     queue_.pop();
     now_ = e.at;

@@ -196,8 +196,11 @@ class Simulator {
       return at == last ? 0u : 64u - static_cast<unsigned>(__builtin_clzll(static_cast<uint64_t>(at ^ last)));
     }
     void push(const Event& e);
-    const Event* front();  // nullptr when empty
-    void pop();            // after front() returned an event
+    // The next event if it is due by `until`, else nullptr. Looking does not
+    // move last_at past `until`: the caller may still schedule events
+    // between its clock and the next event's time.
+    const Event* next_due(Nanos until);
+    void pop();  // after next_due() returned an event
   };
   EventQueue queue_;
   std::vector<Packet> packets_;
