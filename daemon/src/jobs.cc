@@ -367,8 +367,7 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
     connection_stats(ids, &stats);
     uint64_t pkts = 0, retx = 0, rtos = 0, changes = 0;
     for (const auto& s : stats) {
-      pkts += s.data_packets_sent, retx += s.retransmits, rtos += s.rtos;
-      for (const auto& p : s.paths) changes += p.state_changes;
+      pkts += s.data_packets_sent, retx += s.retransmits, rtos += s.rtos, changes += s.path_state_changes();
     }
     const uint64_t bytes = driver->bytes_done(), msgs = driver->messages_done();
     const double dt = static_cast<double>(now - prev_t) / 1e9;

@@ -356,7 +356,7 @@ class SimBackend final : public Backend {
           retx += st.retransmits;
           pkts += st.data_packets_sent;
           rtos += st.rtos;
-          for (const transport::PathStats& p : st.paths) changes += p.state_changes;
+          changes += st.path_state_changes();
         }
       js.bytes.push_back(j.bytes());
       js.messages.push_back(j.messages());

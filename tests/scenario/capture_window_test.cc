@@ -294,7 +294,9 @@ sim: {time_scale: 0.02}
     before += fr.time_ns < at;
     const bool link_down = fr.comment.find("dropped by the emulator: link_down") == 0;
     (fr.time_ns < at ? link_down_before : link_down_after) += link_down;
-    if (link_down) EXPECT_EQ(f->interfaces[fr.interface].name, "fabric plane1");
+    if (link_down) {
+      EXPECT_EQ(f->interfaces[fr.interface].name, "fabric plane1");
+    }
     fabric_in += fr.comment.rfind("fabric in (before the emulator), from host ", 0) == 0;
     endpoint_tx += fr.comment == "endpoint tx";
     out_frames += fr.comment.rfind("fabric out (after the emulator), to host ", 0) == 0;

@@ -125,7 +125,9 @@ TEST(SimRunner, PlaneFailureMetaRoCEKeepsGoingRoCEv2Suffers) {
   uint64_t changes = 0;
   for (size_t p = 0; p < m.planes.size(); ++p) {
     changes += m.planes[p].state_changes;
-    if (p != 1) EXPECT_EQ(m.planes[p].state_changes, 0u) << "plane " << p << " is healthy";
+    if (p != 1) {
+      EXPECT_EQ(m.planes[p].state_changes, 0u) << "plane " << p << " is healthy";
+    }
   }
   EXPECT_EQ(changes, m.path_state_changes);
   EXPECT_GT(m.planes[1].rtos, 0u) << "plane 1's paths found it down by timeouts";

@@ -133,6 +133,9 @@ class PathHealth {
   // How unlikely consecutive timeouts must be, for a path that loses like the
   // others, before they make it down.
   static constexpr double kDownEvidence = 1e-4;
+  // A path silent through this many backed-off timeouts (seconds) is down
+  // whatever the fabric loses.
+  static constexpr uint32_t kMaxRtosToDown = 16;
   // Consecutive timeouts that mark a path down: down_after_rtos, or more
   // where the fabric loses so much that a path losing like the others would
   // time out that often by chance. After a timeout a path has one packet in
@@ -140,9 +143,6 @@ class PathHealth {
   // is lost, with probability 1 - (1 - loss)^2: at 10 % loss, 19 %, so two
   // timeouts in a row (the old rule) marked a healthy path down in one of
   // about five timeouts; six are needed for kDownEvidence. At 0.5 % two remain.
-  // A path silent through this many backed-off timeouts (seconds) is down
-  // whatever the fabric loses.
-  static constexpr uint32_t kMaxRtosToDown = 16;
   uint32_t rtos_to_down(double others_loss) const {
     const double delivered = 1 - std::clamp(others_loss, 0.0, 1.0);
     const double round_trip_loss = 1 - delivered * delivered;

@@ -77,6 +77,13 @@ struct ConnectionStats {
   uint32_t rate_hint_kbps = 0;
   uint64_t state_bytes = 0;  // bytes of engine state the connection holds now (Connection::state_bytes)
   std::vector<PathStats> paths;
+
+  // Path state changes over all paths (what progress lines and intervals show).
+  uint64_t path_state_changes() const {
+    uint64_t n = 0;
+    for (const PathStats& p : paths) n += p.state_changes;
+    return n;
+  }
 };
 
 // Why a request was refused, MetaRoCE NAK codes and RoCEv2 NAK syndromes in
