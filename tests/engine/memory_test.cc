@@ -159,9 +159,75 @@ TEST(ConnectionMemory, StateGrowsWithUseOnly) {
   EXPECT_EQ(h.ep(kB).counters().connection_state_bytes, state(h, kB, conn.b));
 }
 
+// A path's transmission records start few and double only when its window
+// needs more. A path that never has more than a couple of packets in flight
+// keeps its first records; a long fat path's records grow while frames are
+// outstanding and lost, and a plane that fails with a full window behind it
+// loses more at once than the retransmit queue first held (so it grows too);
+// every byte still arrives exactly. Once at the cap, more traffic allocates
+// nothing.
+TEST(ConnectionMemory, PathRecordsGrowWithTheWindowOnly) {
+  // 25 Gb/s, 100 us each way: 625 kB in flight at full rate per plane, past
+  // the cap of 256 records of 1 kB.
+  Harness h(uniform_planes(2, make_link(25e9, 100 * kUs, {.loss = 0.01})), 9);
+  const ConnPair conn = h.connect_metaroce(2, 1, [](mt::ConnectionConfig& c) { c.max_message_bytes = 8u << 20; });
+  uint64_t wr_id = 0;
+  // Posts a WRITE of len bytes; runs until mid_transfer holds (then calls
+  // then()), and on until it completes, verified.
+  auto transfer = [&](uint32_t len, const std::function<bool()>& mid_transfer = {},
+                      const std::function<void()>& then = {}) {
+    Buffer& local = h.alloc(kA, len, mt::kAccessLocalWrite, "local");
+    Buffer& remote = h.alloc(kB, len, mt::kAccessRemoteWrite, "remote");
+    local.set_pattern(0, len, ++wr_id);
+    remote.expect_bytes(0, local.data(), len);
+    mt::WorkRequest wr;
+    wr.verb = Verb::kWrite;
+    wr.wr_id = wr_id;
+    wr.local_addr = local.addr();
+    wr.lkey = local.key;
+    wr.length = len;
+    wr.remote_addr = remote.addr();
+    wr.rkey = remote.key;
+    const size_t before = h.completions(kA).size();
+    ASSERT_EQ(h.post(kA, conn.a, 0, wr), PostError::kOk);
+    if (mid_transfer) {
+      ASSERT_TRUE(h.run_until(mid_transfer, 2000 * kMs));
+      then();
+    }
+    ASSERT_TRUE(h.run_until([&] { return h.completions(kA).size() > before; }, 2000 * kMs));
+    EXPECT_EQ(h.completions(kA).back().status, WcStatus::kSuccess) << describe(h.completions(kA).back());
+    EXPECT_TRUE(h.verify_all());
+  };
+  transfer(1500);  // two frames in flight at most
+  const uint64_t first = state(h, kA, conn.a);
+  transfer(1500);
+  EXPECT_EQ(state(h, kA, conn.a), first) << "paths with a frame or two in flight keep their first records";
+
+  // Plane 1 fails while its path has 140 frames in flight: one timeout loses
+  // them all, and they are resent on plane 0.
+  transfer(
+      8u << 20, [&] { return h.ep(kA).stats(conn.a).paths[1].inflight >= 140; },
+      [&] { h.fabric().set_plane_up(1, false); });
+  const uint64_t grown = state(h, kA, conn.a);
+  const mt::ConnectionStats st = h.ep(kA).stats(conn.a);
+  EXPECT_GE(st.paths[1].rtos, 1u);
+  EXPECT_GE(st.paths[1].lost, 140u);
+  EXPECT_GT(st.paths[0].retransmits, 0u) << "random loss recovery ran while records were moved";
+  // Both paths' records at the cap (256 of 32 bytes, 16 at first), and the
+  // retransmit queue doubled from 2 x 16 x 2 + 64 = 128 entries of 12 bytes
+  // to hold the 140.
+  EXPECT_GE(grown - first, 2 * 240u * 32 + 128u * 12);
+  EXPECT_EQ(h.ep(kA).counters().connection_state_bytes, grown);
+
+  h.fabric().set_plane_up(1, true);
+  transfer(8u << 20);
+  EXPECT_EQ(state(h, kA, conn.a), grown) << "at the cap, more traffic allocates nothing";
+}
+
 // A connection prepared at a control-plane moment (Endpoint::prepare, as the
 // daemon's traffic jobs do at their start) allocates nothing once traffic runs,
-// and holds what first use would have given it.
+// and holds what first use would have given it, with its paths' transmission
+// records at their cap (first use starts them small and grows them).
 TEST(ConnectionMemory, PreparedConnectionAllocatesNothingOnTraffic) {
   Harness lazy(uniform_planes(2)), prepared(uniform_planes(2));
   const ConnPair cl = lazy.connect_metaroce(4, 2), cp = prepared.connect_metaroce(4, 2);
@@ -184,8 +250,13 @@ TEST(ConnectionMemory, PreparedConnectionAllocatesNothingOnTraffic) {
   }
   EXPECT_EQ(state(prepared, kA, cp.a), prepared_a);
   EXPECT_EQ(state(prepared, kB, cp.b), prepared_b);
-  EXPECT_EQ(state(lazy, kA, cl.a), prepared_a) << "prepare allocates what first use allocates";
-  EXPECT_EQ(state(lazy, kB, cl.b), prepared_b);
+  // Prepared, the 4 paths' transmission records are at their cap (256 of 32
+  // bytes) and the retransmit queue holds 4 x 256 x 2 + 64 entries of 12
+  // bytes; used lazily, these short flights left them at their first size
+  // (16 and 4 x 16 x 2 + 64), and the rest is the same.
+  const uint64_t records_at_cap = 4 * (256 - 16) * 32 + 4 * (256 - 16) * 2 * 12;
+  EXPECT_EQ(state(lazy, kA, cl.a) + records_at_cap, prepared_a) << "prepare allocates what first use allocates, at the cap";
+  EXPECT_EQ(state(lazy, kB, cl.b) + records_at_cap, prepared_b) << "the READ responder's records";
 }
 
 // Everything observable about one run of mixed verbs on a lossy, duplicating,

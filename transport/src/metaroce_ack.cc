@@ -33,7 +33,7 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   uint32_t highest = p.floor;
   bool any = false;
   for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
-    TxRecord& r = p.ring[seq % kRingSize];
+    TxRecord& r = p.rec(seq);
     if (!sack_covers(cum, b.sack, seq)) continue;
     any = true;
     highest = seq;
@@ -62,7 +62,7 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   const uint32_t thresh = cfg_.tuning.reorder_threshold;
   if (any) {
     for (uint32_t seq = p.floor; seq_diff(seq, highest) < 0; ++seq) {
-      TxRecord& r = p.ring[seq % kRingSize];
+      TxRecord& r = p.rec(seq);
       if (r.state != RecState::kOutstanding) continue;
       if (static_cast<uint32_t>(seq_diff(highest, seq)) < thresh) continue;
       mark_lost(p, r);
@@ -118,7 +118,7 @@ void MetaRoceConnection::mark_lost(Path& p, TxRecord& r, bool count_in_health) {
 
 void MetaRoceConnection::advance_floor(Path& p) {
   while (seq_diff(p.floor, p.next_seq) < 0) {
-    TxRecord& r = p.ring[p.floor % kRingSize];
+    TxRecord& r = p.rec(p.floor);
     if (r.state == RecState::kOutstanding) break;
     r.state = RecState::kFree;
     ++p.floor;

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "congestion.h"
+#include <bit>
+
 #include "connection.h"
 #include "path_health.h"
 #include "sack_window.h"
@@ -26,7 +28,12 @@ namespace metaroce::transport::detail {
 using wire::Opcode;
 
 inline constexpr uint32_t kProbesPerInterval = 4;  // unanswered probes of a down path before its interval doubles
-inline constexpr uint32_t kRingSize = 256;  // per-path transmission records == SACK span
+inline constexpr uint32_t kRingSize = 256;  // per-path transmission records at most == SACK span
+// A path's records start this many and double when its window first needs
+// more (grow_ring): a path that keeps a few packets in flight, as each of an
+// all-to-all's thousands of connections does, holds 512 bytes, not 8 KiB.
+inline constexpr uint32_t kInitialRingSize = 16;
+static_assert(std::has_single_bit(kRingSize) && std::has_single_bit(kInitialRingSize) && kInitialRingSize <= kRingSize);
 inline constexpr uint8_t kKindRequest = 0;
 inline constexpr uint8_t kKindResponse = 1;
 inline constexpr uint8_t kKindProbe = 2;
@@ -42,7 +49,7 @@ struct ChunkRef {
 
 enum class RecState : uint8_t { kFree, kOutstanding, kAcked, kLost };
 
-// sent_at first: 32 bytes instead of 40 (kRingSize of them per path).
+// sent_at first: 32 bytes instead of 40 (up to kRingSize of them per path).
 struct TxRecord {
   Nanos sent_at = 0;
   ChunkRef ref;
@@ -138,10 +145,13 @@ struct Path {
   double spray_credit = 0;  // smooth weighted round-robin (pick_path)
   // Sender.
   uint32_t next_seq = 0, floor = 0;
-  // kRingSize records in the connection's block (tx_records_), from the
-  // connection's first message to send (ensure_transmit); only [floor, next_seq)
-  // is ever read, an empty range until the first record.
-  TxRecord* ring = nullptr;
+  // The records of [floor, next_seq), at seq & ring_mask; only that range is
+  // ever read, an empty one until the first record. Allocated with the
+  // connection's first message to send (ensure_transmit), kInitialRingSize
+  // records, doubled up to kRingSize by grow_ring.
+  std::unique_ptr<TxRecord[]> ring;
+  uint32_t ring_mask = 0;
+  TxRecord& rec(uint32_t seq) { return ring[seq & ring_mask]; }
   uint32_t inflight = 0;
   uint64_t inflight_bytes = 0;
   double srtt = 0, rttvar = 0;
@@ -260,10 +270,16 @@ class MetaRoceConnection final : public Connection {
   bool active() const { return !paths_.empty(); }
   Path make_path(size_t i) const;
   // Transmission records of every path and the retransmit queue: at the first
-  // message this connection sends (a posted request or a response it owes).
-  void ensure_transmit();
-  void ensure_requests(Stream& s);
-  void ensure_responses(Stream& s);
+  // message this connection sends (a posted request or a response it owes),
+  // `records` per path. Used lazily, kInitialRingSize, grown with the window
+  // (record, queue_retransmit: a few times in a connection's life); prepared
+  // at a control-plane moment (Endpoint::prepare), kRingSize, so that its
+  // traffic never allocates.
+  void ensure_transmit(uint32_t records);
+  void grow_ring(Path& p, uint32_t size);
+  void grow_retransmit_queue(size_t size);
+  void ensure_requests(Stream& s, uint32_t records = kInitialRingSize);
+  void ensure_responses(Stream& s, uint32_t records = kInitialRingSize);
   void ensure_receive_window(Stream& s);
   void ensure_posted_receives(Stream& s);
   void hold(size_t bytes);
@@ -281,7 +297,6 @@ class MetaRoceConnection final : public Connection {
   size_t state_bytes_ = 0;
   std::vector<Stream> streams_;
   std::vector<Path> paths_;
-  std::unique_ptr<TxRecord[]> tx_records_;  // kRingSize per path, Path::ring points into it
   std::vector<ChunkRef> retx_;
   uint64_t retx_head_ = 0, retx_tail_ = 0;
   std::vector<wire::NakExt> naks_;

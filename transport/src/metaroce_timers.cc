@@ -137,7 +137,7 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   // per packet: their fate is unknown (a silence may be delay, not loss), and
   // a path that keeps timing out is judged by its timeouts (PathHealth::on_rto).
   for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
-    TxRecord& r = p.ring[seq % kRingSize];
+    TxRecord& r = p.rec(seq);
     if (r.state == RecState::kOutstanding) mark_lost(p, r, false);
   }
   p.health.on_lost();

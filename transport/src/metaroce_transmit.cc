@@ -223,7 +223,9 @@ size_t MetaRoceConnection::write_frame(TxFrame& f, const Path& p, const wire::Co
 }
 
 void MetaRoceConnection::record(Path& p, const ChunkRef& ref, uint32_t bytes, uint32_t payload, Nanos now, bool retx) {
-  TxRecord& r = p.ring[p.next_seq % kRingSize];
+  // Every record in use: double them (the window stops at kRingSize - 1).
+  if (p.next_seq - p.floor > p.ring_mask) grow_ring(p, 2 * (p.ring_mask + 1));
+  TxRecord& r = p.rec(p.next_seq);
   r.ref = ref;
   r.sent_at = now;
   r.bytes = bytes;
@@ -293,7 +295,7 @@ bool MetaRoceConnection::send_probe(TxFrame& f, uint64_t ready, Nanos now) {
     if (p.health.state() == PathState::kDown) {
       // Unanswered probes of a down path are given up, so probing never stalls.
       for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) {
-        TxRecord& r = p.ring[seq % kRingSize];
+        TxRecord& r = p.rec(seq);
         if (r.state == RecState::kOutstanding) mark_lost(p, r);
       }
       advance_floor(p);
@@ -323,7 +325,8 @@ bool MetaRoceConnection::pacing_blocked(Nanos now) {
 }
 
 void MetaRoceConnection::queue_retransmit(const ChunkRef& ref) {
-  if (retx_tail_ - retx_head_ >= retx_.size()) return;  // cannot happen: bounded by records
+  // Full only while the records grow (ensure_transmit): more lost at once than ever before.
+  if (retx_tail_ - retx_head_ >= retx_.size()) grow_retransmit_queue(retx_.size() * 2);
   retx_[retx_tail_++ % retx_.size()] = ref;
 }
 

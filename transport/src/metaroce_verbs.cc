@@ -61,25 +61,47 @@ void MetaRoceConnection::activate() {
        naks_.capacity() * sizeof(wire::NakExt));
 }
 
-void MetaRoceConnection::ensure_transmit() {
-  if (tx_records_) return;
-  tx_records_ = std::make_unique<TxRecord[]>(paths_.size() * kRingSize);
-  for (size_t i = 0; i < paths_.size(); ++i) paths_[i].ring = &tx_records_[i * kRingSize];
+void MetaRoceConnection::ensure_transmit(uint32_t records) {
+  for (Path& p : paths_)
+    if (!p.ring || p.ring_mask + 1 < records) grow_ring(p, records);
   // Every record of every path lost at once, twice over, and room to spare:
-  // queue_retransmit never finds it full.
-  retx_.resize(paths_.size() * kRingSize * 2 + 64);
-  hold(paths_.size() * kRingSize * sizeof(TxRecord) + retx_.capacity() * sizeof(ChunkRef));
+  // with the records at their cap queue_retransmit never finds it full; while
+  // they grow, it doubles when it does.
+  const size_t entries = paths_.size() * records * 2 + 64;
+  if (retx_.size() < entries) grow_retransmit_queue(entries);
 }
 
-void MetaRoceConnection::ensure_requests(Stream& s) {
+// Gives a path `size` records (a power of two, more than it has), keeping
+// [floor, next_seq) at their seqs.
+void MetaRoceConnection::grow_ring(Path& p, uint32_t size) {
+  const uint32_t old_size = p.ring ? p.ring_mask + 1 : 0;
+  auto ring = std::make_unique<TxRecord[]>(size);
+  for (uint32_t seq = p.floor; seq_diff(seq, p.next_seq) < 0; ++seq) ring[seq & (size - 1)] = p.rec(seq);
+  p.ring = std::move(ring);
+  p.ring_mask = size - 1;
+  hold((size - old_size) * sizeof(TxRecord));
+}
+
+// Gives the retransmit queue `size` entries (more than it has), keeping its
+// queued entries in order.
+void MetaRoceConnection::grow_retransmit_queue(size_t size) {
+  std::vector<ChunkRef> bigger(size);
+  for (uint64_t i = retx_head_; i != retx_tail_; ++i) bigger[i - retx_head_] = retx_[i % retx_.size()];
+  hold((size - retx_.size()) * sizeof(ChunkRef));
+  retx_tail_ -= retx_head_;
+  retx_head_ = 0;
+  retx_.swap(bigger);
+}
+
+void MetaRoceConnection::ensure_requests(Stream& s, uint32_t records) {
   if (!s.req.allocated()) hold(s.req.allocate(bitmap_words_, &TxMsg::acked, &TxMsg::resp_bits));
-  ensure_transmit();
+  ensure_transmit(records);
 }
 
 // A response only uses its acked bitmap (resp_bits is the requester's).
-void MetaRoceConnection::ensure_responses(Stream& s) {
+void MetaRoceConnection::ensure_responses(Stream& s, uint32_t records) {
   if (!s.resp.allocated()) hold(s.resp.allocate(bitmap_words_, &TxMsg::acked) + s.resp_fifo.allocate());
-  ensure_transmit();
+  ensure_transmit(records);
 }
 
 void MetaRoceConnection::ensure_receive_window(Stream& s) {
@@ -182,9 +204,10 @@ bool MetaRoceConnection::prepare(uint16_t stream, ConnectionUse use) {
   activate();
   Stream& s = streams_[stream];
   switch (use) {
-    case ConnectionUse::kRequest: ensure_requests(s); break;
+    // A control-plane moment: records at their cap, so traffic never allocates.
+    case ConnectionUse::kRequest: ensure_requests(s, kRingSize); break;
     case ConnectionUse::kReceive: ensure_receive_window(s); break;
-    case ConnectionUse::kRespond: ensure_responses(s); break;
+    case ConnectionUse::kRespond: ensure_responses(s, kRingSize); break;
     case ConnectionUse::kPostReceives: ensure_posted_receives(s); break;
   }
   return true;
