@@ -110,6 +110,12 @@ class LiveBackend final : public ms::Backend {
         throw UsageError(fmt::format("hosts.{}: the daemon at {} reports no endpoint settings (Daemon.GetConfig): "
                                      "is it an endpoint daemon?", name, s_.hosts.at(name)));
       endpoints.push_back({name, s_.hosts.at(name), pace->get<double>()});
+      // The shortest timeout any host's transports use: the fidelity guard's
+      // bound on how long the fabric node may hold frames.
+      if (const auto* min_rto = field(ec, {"endpoint", "min_rto_ns"})) {
+        const auto ns = min_rto->get<ms::Nanos>();
+        if (ns > 0 && (transport_min_rto_ns_ == 0 || ns < transport_min_rto_ns_)) transport_min_rto_ns_ = ns;
+      }
     }
     const std::vector<std::string> problems = ms::deployment_mismatches(s_, links, endpoints);
     if (problems.empty()) return;
@@ -261,7 +267,9 @@ class LiveBackend final : public ms::Backend {
   }
 
   std::vector<ms::RunResult> results(const ms::RunPlan&) override {
-    const ms::Fidelity fidelity = ms::assess_fidelity(counters_before_, read_all(), s_.fidelity);
+    ms::FidelityLimits limits = s_.fidelity;
+    limits.transport_min_rto_ns = transport_min_rto_ns_;
+    const ms::Fidelity fidelity = ms::assess_fidelity(counters_before_, read_all(), limits);
     for (const auto& problem : fidelity.problems)
       if (say_) say_("  not a faithful measurement: " + problem);
     std::vector<ms::RunResult> out;
@@ -481,6 +489,7 @@ class LiveBackend final : public ms::Backend {
   ms::Progress say_;
   uint32_t planes_ = 0;
   std::vector<ms::DaemonCounters> counters_before_;
+  ms::Nanos transport_min_rto_ns_ = 0;  // the hosts' shortest endpoint.min_rto_ns (check_deployment); 0: none reported
   std::vector<Started> started_;
   std::chrono::steady_clock::time_point t0_;
   uint64_t origin_unix_ns_ = 0;  // the run's t = 0 on the daemons' wall clock (captures)

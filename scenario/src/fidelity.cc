@@ -139,6 +139,14 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
         f.problems.push_back(who + fmt(": left a frame or timer waiting up to %.1f ms (limit %.1f ms): the host's "
                                        "datapath stalled, an outage the fabric was not told to make",
                                        wf.stall_max_us / 1e3, limits.max_stall_ns / 1e6));
+      // Only the fabric node's stalls: an endpoint's own timers that fire late
+      // wait one more round trip before they count (late_timeouts_deferred).
+      else if (w == "fabric" && limits.transport_min_rto_ns > 0 &&
+               wf.stall_max_us * 1e3 >= static_cast<double>(limits.transport_min_rto_ns))
+        f.problems.push_back(who + fmt(": held frames up to %.1f ms, as long as the transports' minimum RTO "
+                                       "(%.1f ms, endpoint.min_rto_ns): their timers could fire on the host's stall, "
+                                       "not the fabric's",
+                                       wf.stall_max_us / 1e3, limits.transport_min_rto_ns / 1e6));
       // Where the worker could not preempt ordinary threads, say so: that is
       // the first thing to change on such a host (scheduling.h).
       if (wf.realtime_share <= 0)

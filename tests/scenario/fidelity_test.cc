@@ -188,6 +188,37 @@ TEST(Fidelity, OneStallUnderEveryP99IsStillSeen) {
   EXPECT_NEAR(ms::assess_fidelity({zero(quiet[0])}, quiet, strict).workers[0].stall_max_us, 1.024, 1e-6);
 }
 
+// A fabric node that held frames as long as the transports' shortest timeout
+// delayed them past every timer waiting on them: within max_stall for
+// goodput, yet the run's timeouts are the host's. An endpoint's own stall is
+// not judged by it (its late timers wait one more round trip), nor is a run
+// whose daemons did not report their minimum RTO.
+TEST(Fidelity, AFabricStallAsLongAsTheMinimumRtoIsInconclusive) {
+  WorkerLoad stalled;
+  stalled.received_2ms = 1;  // one frame waited ~2.1 ms in the fabric node's ring
+  const std::vector<ms::DaemonCounters> after = {daemon("fabric", "fabric", stalled), daemon("h0", "endpoint", stalled)};
+  const std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  ms::FidelityLimits limits;
+  ASSERT_GT(limits.max_stall_ns, 2'097'152) << "the stall is within max_stall";
+  EXPECT_TRUE(ms::assess_fidelity(before, after, limits).faithful()) << "minimum RTO not known";
+
+  limits.transport_min_rto_ns = 2'000'000;
+  const ms::Fidelity f = ms::assess_fidelity(before, after, limits);
+  ASSERT_EQ(f.problems.size(), 1u) << "the endpoint's own stall is not judged by the RTO";
+  EXPECT_EQ(f.problems[0],
+            "fabric fabric worker: held frames up to 2.1 ms, as long as the transports' minimum RTO (2.0 ms, "
+            "endpoint.min_rto_ns): their timers could fire on the host's stall, not the fabric's");
+  EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
+
+  limits.transport_min_rto_ns = 3'000'000;
+  EXPECT_TRUE(ms::assess_fidelity(before, after, limits).faithful()) << "2.1 ms is shorter than a 3 ms minimum RTO";
+  limits.transport_min_rto_ns = 2'000'000;
+  limits.max_stall_ns = 1'000'000;
+  const ms::Fidelity both = ms::assess_fidelity(before, after, limits);
+  ASSERT_EQ(both.problems.size(), 2u) << "max_stall names the stall once per worker";
+  EXPECT_NE(both.problems[0].find("(limit 1.0 ms)"), std::string::npos) << both.problems[0];
+}
+
 // A worker that could not run real-time (no CAP_SYS_NICE, or realtime_share
 // 0) has its problems say so: that is what to change on such a host. The
 // share is the gauge's value at the end, the demotions the run's increase.

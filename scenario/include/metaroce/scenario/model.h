@@ -180,6 +180,13 @@ struct FidelityLimits {
   // one ten times longer empties a fifth of an interval.
   Nanos max_stall_ns = 5'000'000;
   uint64_t max_datapath_drops = 0;        // frames lost in ports and rings, not by an emulator cause
+  // Not a scenario key: the hosts' shortest retransmission timeout
+  // (endpoint.min_rto_ns, which a live run reads from its daemons; 0: not
+  // known). A fabric worker that holds frames that long delays them past
+  // every timer waiting on them, which then fires on the host's stall: the
+  // timeouts, path changes and resends that follow are the host's, however
+  // little the stall moves goodput (max_stall).
+  Nanos transport_min_rto_ns = 0;
 };
 
 // The emulated link rate when a scenario's base does not set one, live and in
