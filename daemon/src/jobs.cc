@@ -364,11 +364,11 @@ void DaemonCore::run_job(std::shared_ptr<JobRecord> job) {
       break;
     }
     if (now - prev_t < spec.interval_ns() && !driver->finished()) continue;
-    // The driver's counters at the interval's end time, read next to it: read
-    // after connection_stats, which waits for the worker, they ran up to 50
-    // ms ahead of it (a control thread waiting for a CPU beside real-time
-    // workers), and a plane failure's first interval borrowed the next one's
-    // completions (recovery_time 524 ms for 252).
+    // Goodput and messages at the interval's end time, read next to it:
+    // connection_stats waits for the worker, and this thread may wait tens of
+    // ms for a CPU beside real-time workers, which would move completions into
+    // the wrong interval. The packet, retransmit, RTO and path-change counts
+    // below are read after that wait; they are counts, not the asserted rates.
     const uint64_t bytes = driver->bytes_done(), msgs = driver->messages_done();
     connection_stats(ids, &stats);
     uint64_t pkts = 0, retx = 0, rtos = 0, changes = 0;

@@ -143,9 +143,9 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       // wait one more round trip before they count (late_timeouts_deferred).
       else if (w == "fabric" && limits.transport_min_rto_ns > 0 &&
                wf.stall_max_us * 1e3 >= static_cast<double>(limits.transport_min_rto_ns))
-        f.problems.push_back(who + fmt(": held frames up to %.1f ms, as long as the transports' minimum RTO "
-                                       "(%.1f ms, endpoint.min_rto_ns): their timers could fire on the host's stall, "
-                                       "not the fabric's",
+        f.problems.push_back(who + fmt(": held frames up to %.1f ms (a bound within 12.5%%), as long as the "
+                                       "transports' minimum RTO (%.1f ms, endpoint.min_rto_ns): their timers could "
+                                       "fire on the host's stall, not the fabric's",
                                        wf.stall_max_us / 1e3, limits.transport_min_rto_ns / 1e6));
       // Where the worker could not preempt ordinary threads, say so: that is
       // the first thing to change on such a host (scheduling.h).

@@ -206,8 +206,8 @@ TEST(Fidelity, AFabricStallAsLongAsTheMinimumRtoIsInconclusive) {
   const ms::Fidelity f = ms::assess_fidelity(before, after, limits);
   ASSERT_EQ(f.problems.size(), 1u) << "the endpoint's own stall is not judged by the RTO";
   EXPECT_EQ(f.problems[0],
-            "fabric fabric worker: held frames up to 2.1 ms, as long as the transports' minimum RTO (2.0 ms, "
-            "endpoint.min_rto_ns): their timers could fire on the host's stall, not the fabric's");
+            "fabric fabric worker: held frames up to 2.1 ms (a bound within 12.5%), as long as the transports' "
+            "minimum RTO (2.0 ms, endpoint.min_rto_ns): their timers could fire on the host's stall, not the fabric's");
   EXPECT_EQ(report_with(f, true).verdict(), ms::Report::Verdict::kInconclusive);
 
   limits.transport_min_rto_ns = 3'000'000;

@@ -9,6 +9,7 @@
 // entry point for the rest of the transport is make_metaroce_connection (connection.h).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,8 +18,6 @@
 #include <vector>
 
 #include "congestion.h"
-#include <bit>
-
 #include "connection.h"
 #include "path_health.h"
 #include "sack_window.h"
@@ -152,6 +151,9 @@ struct Path {
   std::unique_ptr<TxRecord[]> ring;
   uint32_t ring_mask = 0;
   TxRecord& rec(uint32_t seq) { return ring[seq & ring_mask]; }
+  // Whether one more frame may be sent: a path's unacknowledged records stop
+  // one short of kRingSize, so that record() never needs more than the cap.
+  bool has_record_room() const { return next_seq - floor < kRingSize - 1; }
   uint32_t inflight = 0;
   uint64_t inflight_bytes = 0;
   double srtt = 0, rttvar = 0;
@@ -270,16 +272,17 @@ class MetaRoceConnection final : public Connection {
   bool active() const { return !paths_.empty(); }
   Path make_path(size_t i) const;
   // Transmission records of every path and the retransmit queue: at the first
-  // message this connection sends (a posted request or a response it owes),
-  // `records` per path. Used lazily, kInitialRingSize, grown with the window
-  // (record, queue_retransmit: a few times in a connection's life); prepared
-  // at a control-plane moment (Endpoint::prepare), kRingSize, so that its
-  // traffic never allocates.
-  void ensure_transmit(uint32_t records);
+  // message this connection sends (a posted request or a response it owes).
+  // Used lazily, kInitialRingSize per path, grown with the window (record,
+  // queue_retransmit: a few times in a connection's life). Once the
+  // connection was prepared at a control-plane moment (Endpoint::prepare),
+  // kRingSize, also for a use it was not prepared for (a READ responder's
+  // first response): its traffic never grows them.
+  void ensure_transmit();
   void grow_ring(Path& p, uint32_t size);
   void grow_retransmit_queue(size_t size);
-  void ensure_requests(Stream& s, uint32_t records = kInitialRingSize);
-  void ensure_responses(Stream& s, uint32_t records = kInitialRingSize);
+  void ensure_requests(Stream& s);
+  void ensure_responses(Stream& s);
   void ensure_receive_window(Stream& s);
   void ensure_posted_receives(Stream& s);
   void hold(size_t bytes);
@@ -295,6 +298,7 @@ class MetaRoceConnection final : public Connection {
   uint16_t dst_port_ = 0;
   uint32_t bitmap_words_ = 0;  // words of one chunk bitmap: max_chunks_ bits
   size_t state_bytes_ = 0;
+  bool prepared_ = false;  // prepare() was called: transmission records at their cap (ensure_transmit)
   std::vector<Stream> streams_;
   std::vector<Path> paths_;
   std::vector<ChunkRef> retx_;

@@ -95,7 +95,7 @@ int MetaRoceConnection::pick_path(uint64_t ready, bool retransmit) {
   if (conn_inflight_bytes_ + mss_ > conn_cc_.cwnd()) return -1;
   auto eligible = [&](const Path& p) {
     return p.health.state() != PathState::kDown && p.backoff == 0 && ((ready >> p.plane) & 1) &&
-           p.next_seq - p.floor < kRingSize - 1 &&
+           p.has_record_room() &&
            p.cc.cwnd() - static_cast<double>(p.inflight_bytes) >= mss_;
   };
   bool active_only = false;
@@ -223,7 +223,7 @@ size_t MetaRoceConnection::write_frame(TxFrame& f, const Path& p, const wire::Co
 }
 
 void MetaRoceConnection::record(Path& p, const ChunkRef& ref, uint32_t bytes, uint32_t payload, Nanos now, bool retx) {
-  // Every record in use: double them (the window stops at kRingSize - 1).
+  // Every record in use: double them (has_record_room stops short of kRingSize).
   if (p.next_seq - p.floor > p.ring_mask) grow_ring(p, 2 * (p.ring_mask + 1));
   TxRecord& r = p.rec(p.next_seq);
   r.ref = ref;
@@ -300,7 +300,7 @@ bool MetaRoceConnection::send_probe(TxFrame& f, uint64_t ready, Nanos now) {
       }
       advance_floor(p);
     }
-    if (p.next_seq - p.floor >= kRingSize - 1) continue;
+    if (!p.has_record_room()) continue;
     wire::CommonHeader h{};
     fill_header(h, Opcode::kProbe, wire::kFlagAckReq, p, p.probe_stream, 0, now);
     if (write_frame(f, p, h, nullptr, 0, nullptr, 0) == 0) return false;
@@ -325,8 +325,9 @@ bool MetaRoceConnection::pacing_blocked(Nanos now) {
 }
 
 void MetaRoceConnection::queue_retransmit(const ChunkRef& ref) {
-  // Full only while the records grow (ensure_transmit): more lost at once than ever before.
-  if (retx_tail_ - retx_head_ >= retx_.size()) grow_retransmit_queue(retx_.size() * 2);
+  // Full only while a lazily used connection's records are below their cap
+  // (ensure_transmit): more lost at once than ever before.
+  if (retx_tail_ - retx_head_ >= retx_.size()) grow_retransmit_queue(std::max<size_t>(2 * retx_.size(), 64));
   retx_[retx_tail_++ % retx_.size()] = ref;
 }
 

@@ -61,7 +61,8 @@ void MetaRoceConnection::activate() {
        naks_.capacity() * sizeof(wire::NakExt));
 }
 
-void MetaRoceConnection::ensure_transmit(uint32_t records) {
+void MetaRoceConnection::ensure_transmit() {
+  const uint32_t records = prepared_ ? kRingSize : kInitialRingSize;
   for (Path& p : paths_)
     if (!p.ring || p.ring_mask + 1 < records) grow_ring(p, records);
   // Every record of every path lost at once, twice over, and room to spare:
@@ -93,15 +94,15 @@ void MetaRoceConnection::grow_retransmit_queue(size_t size) {
   retx_.swap(bigger);
 }
 
-void MetaRoceConnection::ensure_requests(Stream& s, uint32_t records) {
+void MetaRoceConnection::ensure_requests(Stream& s) {
   if (!s.req.allocated()) hold(s.req.allocate(bitmap_words_, &TxMsg::acked, &TxMsg::resp_bits));
-  ensure_transmit(records);
+  ensure_transmit();
 }
 
 // A response only uses its acked bitmap (resp_bits is the requester's).
-void MetaRoceConnection::ensure_responses(Stream& s, uint32_t records) {
+void MetaRoceConnection::ensure_responses(Stream& s) {
   if (!s.resp.allocated()) hold(s.resp.allocate(bitmap_words_, &TxMsg::acked) + s.resp_fifo.allocate());
-  ensure_transmit(records);
+  ensure_transmit();
 }
 
 void MetaRoceConnection::ensure_receive_window(Stream& s) {
@@ -203,11 +204,12 @@ bool MetaRoceConnection::prepare(uint16_t stream, ConnectionUse use) {
   if (stream >= cfg_.streams) return false;
   activate();
   Stream& s = streams_[stream];
+  prepared_ = true;  // a control-plane moment: from now on records come at their cap
+  if (!retx_.empty()) ensure_transmit();  // records allocated before, lazily: to the cap now
   switch (use) {
-    // A control-plane moment: records at their cap, so traffic never allocates.
-    case ConnectionUse::kRequest: ensure_requests(s, kRingSize); break;
+    case ConnectionUse::kRequest: ensure_requests(s); break;
     case ConnectionUse::kReceive: ensure_receive_window(s); break;
-    case ConnectionUse::kRespond: ensure_responses(s, kRingSize); break;
+    case ConnectionUse::kRespond: ensure_responses(s); break;
     case ConnectionUse::kPostReceives: ensure_posted_receives(s); break;
   }
   return true;
