@@ -279,6 +279,7 @@ class MetaRoceConnection final : public Connection {
   // kRingSize, also for a use it was not prepared for (a READ responder's
   // first response): its traffic never grows them.
   void ensure_transmit();
+  void size_transmit(uint32_t records);  // every path's records and the queue at least this many
   void grow_ring(Path& p, uint32_t size);
   void grow_retransmit_queue(size_t size);
   void ensure_requests(Stream& s);

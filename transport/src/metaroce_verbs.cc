@@ -62,7 +62,10 @@ void MetaRoceConnection::activate() {
 }
 
 void MetaRoceConnection::ensure_transmit() {
-  const uint32_t records = prepared_ ? kRingSize : kInitialRingSize;
+  if (retx_.empty()) size_transmit(prepared_ ? kRingSize : kInitialRingSize);  // once: every post calls this
+}
+
+void MetaRoceConnection::size_transmit(uint32_t records) {
   for (Path& p : paths_)
     if (!p.ring || p.ring_mask + 1 < records) grow_ring(p, records);
   // Every record of every path lost at once, twice over, and room to spare:
@@ -205,7 +208,7 @@ bool MetaRoceConnection::prepare(uint16_t stream, ConnectionUse use) {
   activate();
   Stream& s = streams_[stream];
   prepared_ = true;  // a control-plane moment: from now on records come at their cap
-  if (!retx_.empty()) ensure_transmit();  // records allocated before, lazily: to the cap now
+  if (!retx_.empty()) size_transmit(kRingSize);  // records allocated before, lazily: to the cap now
   switch (use) {
     case ConnectionUse::kRequest: ensure_requests(s); break;
     case ConnectionUse::kReceive: ensure_receive_window(s); break;
