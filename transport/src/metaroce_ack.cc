@@ -86,12 +86,50 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   if (ece) p.stats.ecn_echoes++;
   const double cut = p.cc.on_ack(newly_acked, newly_acked_bytes, ece ? b.ecn_count.get() : 0, p.floor, p.next_seq);
   conn_cc_.on_ack(newly_acked_bytes, ece, cut, paths_.size());
+  // A slow route is left once the path's packets on it are resolved: moved
+  // while some are in flight, the path's sequence would be reordered by the
+  // two routes' queues and its SACK holes would count as losses.
+  if (!p.reroute_pending && on_slow_route(p, now)) {
+    p.reroute_pending = true;
+    p.slow_since = kNever;
+  }
+  if (p.reroute_pending && p.inflight == 0) {
+    p.reroute_pending = false;
+    rotate_entropy(p, true);
+  }
   // A fully acknowledged request now waits on the watermark: arm its timer.
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
   // Health.
   const PathState before = p.health.state();
   if (p.health.evaluate(others_evidence(p)) == PathHealth::Action::kRotateEntropy) rotate_entropy(p);
   note_state(p, before);
+}
+
+// Whether the path's route queues far more than another route to the same
+// peer through the same host links: srtt above kSlowRouteRatio x that of
+// another live path of its plane, for rotate_after_slow_rtts of its own srtt
+// in a row. Two flows that fill a leaf-spine link to the brim queue on it
+// below a deep ECN threshold (the scenarios' default marks at 256 KiB,
+// 420 us at 5 Gb/s), so no window shrinks, yet every message with a chunk on
+// that path waits for its queue. Only paths of one plane are compared:
+// planes may have different delays; and when every path of the plane queues
+// as much, the host links or the receiver, not the route, are the cause.
+// (Rotating on ECN-marked rounds while the other paths were clear, as PLB
+// does, rotated paths in and out of collisions in cluster-permutation: more
+// RTOs and 0.92 of the goodput after the spine's return.)
+bool MetaRoceConnection::on_slow_route(Path& p, Nanos now) {
+  const uint32_t after = cfg_.tuning.rotate_after_slow_rtts;
+  double fastest = 0;
+  if (after != 0 && p.srtt > 0)
+    for (const Path& q : paths_)
+      if (&q != &p && q.plane == p.plane && q.health.state() != PathState::kDown && q.srtt > 0)
+        fastest = fastest == 0 ? q.srtt : std::min(fastest, q.srtt);
+  if (fastest == 0 || p.srtt < kSlowRouteRatio * fastest) {
+    p.slow_since = kNever;
+    return false;
+  }
+  if (p.slow_since == kNever) p.slow_since = now;
+  return static_cast<double>(now - p.slow_since) >= after * p.srtt;
 }
 
 // The other live paths' loss, pooled; a down path's loss is its own, not the
@@ -139,7 +177,18 @@ void MetaRoceConnection::update_rtt(Path& p, double sample) {
   p.stats.srtt_ns = p.srtt;
 }
 
-void MetaRoceConnection::rotate_entropy(Path& p) {
+void MetaRoceConnection::rotate_entropy(Path& p, bool toward_home) {
+  // A path on a detour (it rotated away from a failed route, which may have
+  // come back) whose detour is congested returns to its configured port
+  // first: that route was chosen with the others' in view (a balanced
+  // placement), a random one collides with another flow's often. If home is
+  // still congested, the next rotation moves on.
+  if (toward_home && p.src_port != p.base_port) {
+    p.src_port = p.base_port;
+    p.stats.src_port = p.src_port;
+    p.stats.entropy_rotations++;
+    return;
+  }
   // Move to another ECMP route: a new source port in the ephemeral range.
   const uint32_t step = 7919u * (p.stats.entropy_rotations + 1) + p.id * 104729u;
   p.src_port = static_cast<uint16_t>(49152u + (p.base_port + step) % 16384u);

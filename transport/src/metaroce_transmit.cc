@@ -91,10 +91,12 @@ TxMsg* MetaRoceConnection::msg_for(const ChunkRef& ref) {
 // A path whose timer fired carries only its probe until something on it is
 // answered (backoff back to 0): data sent into a silent path waits out an ever
 // longer timer. A retransmission goes to an active path when one has room.
+// A path leaving a slow route takes nothing new until what it carries is
+// resolved (on_slow_route).
 int MetaRoceConnection::pick_path(uint64_t ready, bool retransmit) {
   if (conn_inflight_bytes_ + mss_ > conn_cc_.cwnd()) return -1;
   auto eligible = [&](const Path& p) {
-    return p.health.state() != PathState::kDown && p.backoff == 0 && ((ready >> p.plane) & 1) &&
+    return p.health.state() != PathState::kDown && p.backoff == 0 && !p.reroute_pending && ((ready >> p.plane) & 1) &&
            p.has_record_room() &&
            p.cc.cwnd() - static_cast<double>(p.inflight_bytes) >= mss_;
   };

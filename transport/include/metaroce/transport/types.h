@@ -116,6 +116,10 @@ struct TransportTuning {
   double degraded_ratio = 2.0;         // ... when also this many times the connection's
   double degraded_weight = 0.25;       // spraying weight of a degraded path
   uint32_t rotate_after_degraded_packets = 512;  // entropy rotation on persistent loss
+  // Entropy rotation on a slow route: a path whose srtt stays far above that
+  // of another path of its plane for this many of its srtts moves to another
+  // ECMP route (MetaRoceConnection::on_slow_route). 0: never.
+  uint32_t rotate_after_slow_rtts = 3;
   uint32_t retry_limit = 16;           // RTOs of one message without progress before kRetryExceeded
   Nanos rnr_delay_ns = 50'000;
   uint32_t rnr_retry_limit = 7;
