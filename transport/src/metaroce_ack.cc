@@ -93,10 +93,7 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
     p.reroute_pending = true;
     p.slow_since = kNever;
   }
-  if (p.reroute_pending && p.inflight == 0) {
-    p.reroute_pending = false;
-    rotate_entropy(p, true);
-  }
+  if (p.reroute_pending && p.inflight == 0) rotate_entropy(p, true);
   // A fully acknowledged request now waits on the watermark: arm its timer.
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
   // Health.
@@ -120,16 +117,21 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
 bool MetaRoceConnection::on_slow_route(Path& p, Nanos now) {
   const uint32_t after = cfg_.tuning.rotate_after_slow_rtts;
   double fastest = 0;
-  if (after != 0 && p.srtt > 0)
+  if (after != 0 && p.srtt > 0 && p.health.state() != PathState::kDown)
     for (const Path& q : paths_)
       if (&q != &p && q.plane == p.plane && q.health.state() != PathState::kDown && q.srtt > 0)
         fastest = fastest == 0 ? q.srtt : std::min(fastest, q.srtt);
   if (fastest == 0 || p.srtt < kSlowRouteRatio * fastest) {
     p.slow_since = kNever;
+    p.slow_samples = 0;
     return false;
   }
   if (p.slow_since == kNever) p.slow_since = now;
-  return static_cast<double>(now - p.slow_since) >= after * p.srtt;
+  if (p.slow_samples < kSlowRouteMinSamples) ++p.slow_samples;
+  // Both: the time (a route, not a burst), and samples enough that srtt is
+  // this route's (after a rotation it still holds the last route's) and that
+  // one ACK after an idle spell does not count as a lasting state.
+  return p.slow_samples >= kSlowRouteMinSamples && static_cast<double>(now - p.slow_since) >= after * p.srtt;
 }
 
 // The other live paths' loss, pooled; a down path's loss is its own, not the
@@ -178,17 +180,22 @@ void MetaRoceConnection::update_rtt(Path& p, double sample) {
 }
 
 void MetaRoceConnection::rotate_entropy(Path& p, bool toward_home) {
+  // Whatever was pending or judged concerned the route being left.
+  p.reroute_pending = false;
+  p.slow_since = kNever;
+  p.slow_samples = 0;
   // A path on a detour (it rotated away from a failed route, which may have
-  // come back) whose detour is congested returns to its configured port
-  // first: that route was chosen with the others' in view (a balanced
-  // placement), a random one collides with another flow's often. If home is
-  // still congested, the next rotation moves on.
-  if (toward_home && p.src_port != p.base_port) {
+  // come back) whose detour is slow returns to its configured port first:
+  // that route was chosen with the others' in view (a balanced placement), a
+  // random one collides with another flow's often. Not if it left home
+  // because home was slow: then it moves on.
+  if (toward_home && p.src_port != p.base_port && !p.home_was_slow) {
     p.src_port = p.base_port;
     p.stats.src_port = p.src_port;
     p.stats.entropy_rotations++;
     return;
   }
+  if (p.src_port == p.base_port) p.home_was_slow = toward_home;
   // Move to another ECMP route: a new source port in the ephemeral range.
   const uint32_t step = 7919u * (p.stats.entropy_rotations + 1) + p.id * 104729u;
   p.src_port = static_cast<uint16_t>(49152u + (p.base_port + step) % 16384u);

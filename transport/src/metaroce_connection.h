@@ -171,7 +171,9 @@ struct Path {
   bool late_rto_deferred = false;   // this arming's RTO fired late and was deferred (timer_fired_late)
   bool tail_probe_rearmed = false;  // the RTO was re-armed for a tail-loss probe since the last ACK (once only)
   Nanos slow_since = kNever;        // since when its srtt is far above a same-plane path's (on_slow_route)
-  bool reroute_pending = false;     // leaves a slow route once nothing is in flight on it (sends nothing new)
+  uint32_t slow_samples = 0;        // consecutive RTT samples that found it so (up to kSlowRouteMinSamples)
+  bool reroute_pending = false;     // leaves a slow route once nothing is in flight on it (no new data meanwhile)
+  bool home_was_slow = false;       // it left its configured port because that route was slow (rotate_entropy)
   uint16_t probe_stream = 0;
   // Receiver.
   SackWindow rx;
@@ -246,6 +248,8 @@ class MetaRoceConnection final : public Connection {
   // assertion's margin); at 4 cluster-permutation already rotates paths that
   // share a busy link, at 6 none of it changes.
   static constexpr double kSlowRouteRatio = 6.0;
+  // ... over at least this many consecutive RTT samples of the path.
+  static constexpr uint32_t kSlowRouteMinSamples = 16;
   bool on_slow_route(Path& p, Nanos now);
   void note_state(Path& p, PathState before);
   void chunk_acked(const ChunkRef& ref, Nanos now);

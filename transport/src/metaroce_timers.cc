@@ -142,10 +142,7 @@ void MetaRoceConnection::on_rto(Path& p, Nanos now) {
   }
   p.health.on_lost();
   advance_floor(p);
-  if (p.reroute_pending) {  // nothing of the path is in flight now
-    p.reroute_pending = false;
-    rotate_entropy(p, true);
-  }
+  if (p.reroute_pending) rotate_entropy(p, true);  // nothing of the path is in flight now
   p.cc.on_timeout();
   p.backoff++;
   p.rto_armed_at = now;
