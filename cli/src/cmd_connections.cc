@@ -112,12 +112,13 @@ std::string render_connection(const v1::ConnectionInfo& info) {
       {"duplicates received", fmt::format("{}", info.duplicates_received())},
   });
   if (info.paths_size() > 0) {
-    Table paths({"path", "plane", "src port", "state", "sent", "acked", "retx", "spurious", "RTOs", "changes",
-                 "srtt", "cwnd", "loss"});
-    paths.right_align({0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    Table paths({"path", "plane", "src port", "moves", "state", "sent", "acked", "retx", "spurious", "RTOs",
+                 "changes", "srtt", "cwnd", "loss"});
+    paths.right_align({0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13});
     for (const v1::PathInfo& path : info.paths()) {
       paths.add_row({fmt::format("{}", path.index()), fmt::format("{}", path.plane()),
-                     fmt::format("{}", path.src_port()), path_state_name(path.state()),
+                     fmt::format("{}", path.src_port()), fmt::format("{}", path.entropy_rotations()),
+                     path_state_name(path.state()),
                      fmt::format("{}", path.packets_sent()), format_size(path.payload_bytes_acked()),
                      fmt::format("{}", path.retransmits()), fmt::format("{}", path.spurious_retransmits()),
                      fmt::format("{}", path.rtos()), fmt::format("{}", path.state_changes()),

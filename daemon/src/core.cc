@@ -713,6 +713,7 @@ void DaemonCore::fill_info(const ConnectionRecord& r, const transport::Connectio
     pi->set_srtt_ns(p.srtt_ns);
     pi->set_cwnd_bytes(p.cwnd_bytes);
     pi->set_loss_ewma(p.loss_ewma);
+    pi->set_entropy_rotations(p.entropy_rotations);
   }
 }
 

@@ -93,6 +93,13 @@ TEST(PathHealth, LossyPlaneIsMarkedDegraded) {
       20 * kMs))
       << "lossy path never left active";
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(path(h, conn.a, i).state, mt::PathState::kActive) << "path " << i;
+  // A path that stays degraded moves to another route: a new source port.
+  const uint16_t configured = path(h, conn.a, 3).src_port;
+  ASSERT_TRUE(h.run_until([&] { return path(h, conn.a, 3).entropy_rotations > 0; }, 50 * kMs))
+      << "the degraded path never rotated its entropy";
+  EXPECT_NE(path(h, conn.a, 3).src_port, configured);
+  EXPECT_GE(path(h, conn.a, 3).src_port, 49152u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(path(h, conn.a, i).entropy_rotations, 0u) << "path " << i;
   h.run_for(500 * kUs);
   w.stop();
   ASSERT_TRUE(h.run_until([&] { return w.outstanding() == 0; }, 50 * kMs));
