@@ -89,10 +89,7 @@ void MetaRoceConnection::on_ack_block(Path& p, const wire::AckBlock& b, Nanos no
   // A slow route is left once the path's packets on it are resolved: moved
   // while some are in flight, the path's sequence would be reordered by the
   // two routes' queues and its SACK holes would count as losses.
-  if (!p.reroute_pending && on_slow_route(p, now)) {
-    p.reroute_pending = true;
-    p.slow_since = kNever;
-  }
+  if (!p.reroute_pending && on_slow_route(p, now)) p.reroute_pending = true;
   if (p.reroute_pending && p.inflight == 0) rotate_entropy(p, true);
   // A fully acknowledged request now waits on the watermark: arm its timer.
   next_timer_at_ = std::min(next_timer_at_, std::min(p.pto_at, now + message_timeout()));
@@ -189,16 +186,11 @@ void MetaRoceConnection::rotate_entropy(Path& p, bool toward_home) {
   // that route was chosen with the others' in view (a balanced placement), a
   // random one collides with another flow's often. Not if it left home
   // because home was slow: then it moves on.
-  if (toward_home && p.src_port != p.base_port && !p.home_was_slow) {
-    p.src_port = p.base_port;
-    p.stats.src_port = p.src_port;
-    p.stats.entropy_rotations++;
-    return;
-  }
+  const bool home = toward_home && p.src_port != p.base_port && !p.home_was_slow;
   if (p.src_port == p.base_port) p.home_was_slow = toward_home;
-  // Move to another ECMP route: a new source port in the ephemeral range.
+  // Else another ECMP route: a new source port in the ephemeral range.
   const uint32_t step = 7919u * (p.stats.entropy_rotations + 1) + p.id * 104729u;
-  p.src_port = static_cast<uint16_t>(49152u + (p.base_port + step) % 16384u);
+  p.src_port = home ? p.base_port : static_cast<uint16_t>(49152u + (p.base_port + step) % 16384u);
   p.stats.src_port = p.src_port;
   p.stats.entropy_rotations++;
 }

@@ -246,7 +246,8 @@ class MetaRoceConnection final : public Connection {
   // In clos-spine-failure 4 to 10 all keep every job >= 0.9 of its goodput
   // during the failure and >= 0.95 after it (3 leaves one within the
   // assertion's margin); at 4 cluster-permutation already rotates paths that
-  // share a busy link, at 6 none of it changes.
+  // share a busy link, at 6 none of it changes (measured before the
+  // kSlowRouteMinSamples condition; clos-spine-failure again after it).
   static constexpr double kSlowRouteRatio = 6.0;
   // ... over at least this many consecutive RTT samples of the path.
   static constexpr uint32_t kSlowRouteMinSamples = 16;
