@@ -63,6 +63,8 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
     add("worker_idle_blocks_total", {{"worker", worker}}, w.idle_blocks, "Times the worker blocked when idle");
     add("worker_realtime_share", {{"worker", worker}}, w.realtime_share,
         "Share of every 10 ms the worker may run SCHED_FIFO (0: an ordinary thread, by config or refused)", false);
+    add("worker_idle_spin_seconds", {{"worker", worker}}, w.idle_spin_ns / 1e9,
+        "How long the worker polls on after work before it blocks: its blocks' recent wake-up lateness, bounded", false);
     add("worker_realtime_demotions_total", {{"worker", worker}}, w.realtime_demotions,
         "Windows in which the worker used up its real-time share and ran as an ordinary thread");
     // Fidelity: did the worker keep up on the real clock? (docs/architecture.md, "Fidelity")

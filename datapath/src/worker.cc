@@ -442,6 +442,9 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
   }
   std::vector<uint64_t> rx_before(loops.size());
   Nanos idle_since = -1;      // start of the current idle stretch
+  bool worked = false;        // the current idle stretch follows an iteration that moved something
+  IdleSpin spin(idle.spin_ns, idle.max_spin_ns);
+  for (PolledLoop* l : loops) l->loop_stats().idle_spin_ns = spin.after_work();
   Nanos looked_at = started;  // frames in the rings now arrived after this (or while waking, below)
   Nanos woke_late = 0;        // how long the last block's wake-up waited for a CPU
   RealtimeBudget realtime(idle.realtime_share, started);
@@ -468,26 +471,33 @@ void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop
     }
     if (work || idle.busy_poll) {
       idle_since = -1;
+      worked = worked || work;
       continue;
     }
     if (idle_since < 0) idle_since = now;
-    if (now - idle_since < idle.spin_ns) continue;
+    if (now - idle_since < (worked ? spin.after_work() : idle.spin_ns)) continue;
     idle_since = -1;
+    worked = false;
     Nanos next = INT64_MAX;
     for (PolledLoop* l : loops) next = std::min(next, l->next_wake());
     WorkerStats& first = loops.front()->loop_stats();
     const uint64_t blocks = first.idle_blocks;
     const Nanos wait = std::clamp<Nanos>(next - monotonic_ns(), 0, idle.max_block_ns);
     // A frame that arrives during the block wakes the thread; the time the
-    // woken thread then waited for a CPU is the frame's wait too.
+    // woken thread then waited for a CPU, or the block overran its time, is
+    // the frame's wait too (wait_after_block).
     if (wait > 0) {
       const Nanos queued_before = schedstat.run_delay();
-      running_until(monotonic_ns());
+      const Nanos asked_at = monotonic_ns();
+      running_until(asked_at);
       block(ports, wait, first);
       looked_at = monotonic_ns();
       realtime.resumed(looked_at);
       const Nanos queued_after = queued_before >= 0 ? schedstat.run_delay() : -1;
-      woke_late = queued_after >= 0 ? std::max<Nanos>(0, queued_after - queued_before) : 0;
+      woke_late = wait_after_block(asked_at, wait, looked_at,
+                                   queued_after >= 0 ? std::max<Nanos>(0, queued_after - queued_before) : 0);
+      spin.on_block(woke_late);
+      for (PolledLoop* l : loops) l->loop_stats().idle_spin_ns = spin.after_work();
     }
     for (PolledLoop* l : loops.subspan(1)) l->loop_stats().idle_blocks += first.idle_blocks - blocks;
   }

@@ -216,6 +216,37 @@ TEST(RunLoops, FramesTakenAfterAStallAreCountedAsWaitingThroughIt) {
   EXPECT_EQ(w.min(), w.max()) << "the frames of one burst waited alike";
 }
 
+TEST(RunLoops, ABlockThatOverranItsTimeCountsAsWaitForTheFramesFoundAfterIt) {
+  // Asked at 10 ms to block at most 1 ms.
+  constexpr Nanos asked = 10'000'000, wait = 1'000'000;
+  EXPECT_EQ(wait_after_block(asked, wait, asked + 300'000, 0), 0) << "woken early by a frame, at once";
+  EXPECT_EQ(wait_after_block(asked, wait, asked + 300'000, 40'000), 40'000) << "woken, then waited for a CPU";
+  EXPECT_EQ(wait_after_block(asked, wait, asked + wait, 0), 0) << "the timeout came on time";
+  // The case measured on a 2-vCPU guest: a 1 ms block ended after 17.7 ms,
+  // with no run-queue wait visible to the guest; frames sent to this thread
+  // meanwhile were found only then.
+  EXPECT_EQ(wait_after_block(asked, wait, asked + 17'700'000, 0), 16'700'000);
+  EXPECT_EQ(wait_after_block(asked, wait, asked + 1'200'000, 500'000), 500'000)
+      << "the longer of the two, not their sum: the run-queue wait is part of the overrun";
+}
+
+TEST(IdleSpin, StaysAtItsFloorWhileWakeUpsArePromptAndPollsThroughSlowOnesUpToItsCeiling) {
+  IdleSpin spin(5'000, 1'000'000);
+  EXPECT_EQ(spin.after_work(), 5'000) << "no block yet: the floor";
+  for (int i = 0; i < 100; ++i) spin.on_block(2'000);
+  EXPECT_EQ(spin.after_work(), 5'000) << "prompt wake-ups: an idle worker still sleeps soon";
+  spin.on_block(40'000);
+  EXPECT_EQ(spin.after_work(), 40'000) << "one slow wake-up: poll as long as it was late";
+  spin.on_block(17'700'000);
+  EXPECT_EQ(spin.after_work(), 1'000'000) << "never longer than the ceiling";
+  // It decays by 1/e every kDecayBlocks prompt blocks, back to the floor.
+  for (Nanos i = 0; i < IdleSpin::kDecayBlocks; ++i) spin.on_block(0);
+  EXPECT_LT(spin.after_work(), 17'700'000 / 2);
+  for (Nanos i = 0; i < 12 * IdleSpin::kDecayBlocks; ++i) spin.on_block(0);
+  EXPECT_EQ(spin.after_work(), 5'000);
+  EXPECT_EQ(IdleSpin(5'000, 0).after_work(), 5'000) << "a ceiling under the floor is the floor";
+}
+
 }  // namespace
 }  // namespace metaroce::datapath
 

@@ -8,6 +8,8 @@
 // idle worker does not burn a core; busy_poll keeps spinning.
 #pragma once
 
+#include <algorithm>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -37,6 +39,11 @@ struct IdlePolicy {
   // sees frames and timers late; a blocked worker wakes on its ports' fds or
   // its next deadline.
   Nanos spin_ns = 5'000;
+  // After an iteration that moved something, the worker polls on for as long
+  // as its blocks have lately overrun (IdleSpin), up to this: where waking
+  // from a block is slow (a guest whose idle vCPU halts), a worker between two
+  // frames of a flow stays awake instead of sleeping through the next ones.
+  Nanos max_spin_ns = 1'000'000;
   Nanos max_block_ns = 1'000'000;   // never block longer than this
   // Share of every 10 ms the worker may run SCHED_FIFO (scheduling.h);
   // 0: always an ordinary thread. The daemon's default is kRealtimeShareDefault.
@@ -47,6 +54,7 @@ struct IdlePolicy {
 // it was asked to do on the real clock (see docs/architecture.md, "fidelity").
 struct WorkerStats {
   uint64_t iterations = 0, idle_blocks = 0;
+  Nanos idle_spin_ns = 0;              // how long the worker now polls after work before it blocks (IdleSpin)
   double realtime_share = 0;           // the RealtimeBudget share in effect (0: ordinary thread)
   uint64_t realtime_demotions = 0;     // windows in which the worker used up its real-time share
   Nanos started_ns = 0;                // monotonic time the loop started (0: never ran)
@@ -119,6 +127,38 @@ class PolledLoop {
 // busy_ns counts the thread's iterations in which any loop moved something:
 // how close the thread (not the loop alone) is to saturation.
 void run_loops(std::span<PolledLoop* const> loops, const std::atomic<bool>& stop, const IdlePolicy& idle);
+
+// How long a frame found right after a block may have waited for the thread
+// (beyond the time since it last looked, which a block resets): the block was
+// asked at asked_at to end by asked_at + wait at the latest, the thread
+// looked again at woke_at, and it waited run_queue_wait for a CPU after its
+// wake-up. A frame that arrives during a block wakes the thread at once, so
+// normally only the run-queue wait counts. But a block that ends after its
+// time (a guest vCPU that halted and was not run again: measured 17.7 ms for
+// a 1 ms block, with no run-queue wait the guest could see) left the ports
+// unwatched from its deadline on, and the frames the wake-up did not come
+// for waited that long.
+inline Nanos wait_after_block(Nanos asked_at, Nanos wait, Nanos woke_at, Nanos run_queue_wait) {
+  return std::max<Nanos>({run_queue_wait, woke_at - (asked_at + wait), 0});
+}
+
+// How long an idle worker polls after its last work before it blocks: the
+// longest a block's wake-up lately came late (wait_after_block), a maximum
+// that decays by 1/e every kDecayBlocks blocks, within [floor, ceiling]
+// (IdlePolicy::spin_ns, max_spin_ns). Where wake-ups are prompt it stays at
+// the floor and an idle worker sleeps; where one came 17 ms late, a worker
+// polls through the gaps between a flow's frames (tens of microseconds) and
+// blocks only once its traffic has stopped for the ceiling.
+class IdleSpin {
+ public:
+  static constexpr Nanos kDecayBlocks = 1024;
+  IdleSpin(Nanos floor, Nanos ceiling) : floor_(floor), ceiling_(std::max(floor, ceiling)) {}
+  void on_block(Nanos woke_late) { late_ = std::max(woke_late, late_ - late_ / kDecayBlocks); }
+  Nanos after_work() const { return std::clamp(late_, floor_, ceiling_); }
+
+ private:
+  Nanos floor_, ceiling_, late_ = 0;
+};
 
 // Endpoint placement: ports[p] carries plane p. Optionally the emulator sits
 // inline between the engine and its ports (one Link per plane and direction),
