@@ -2,6 +2,8 @@
 // Prometheus text exposition at /metrics are both rendered from this list.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <sstream>
 
 #include "core.h"
@@ -35,6 +37,35 @@ std::string fmt_le(double v) {
 
 const char* path_state_text(transport::PathState s) {
   return s == transport::PathState::kActive ? "active" : s == transport::PathState::kDegraded ? "degraded" : "down";
+}
+
+// This host's CPUs as the kernel counts them in /proc/stat: how many, and the
+// seconds the hypervisor ran something else on them while they were due to
+// run this guest (steal). false where there is no such file.
+bool host_cpu_steal(double* steal_s, int* cpus) {
+  FILE* f = std::fopen("/proc/stat", "re");
+  if (!f) return false;
+  char line[512];
+  unsigned long long steal = 0;
+  bool found = false;
+  *cpus = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "cpu", 3) != 0) break;  // the cpu lines come first
+    if (line[3] == ' ') {
+      // cpu user nice system idle iowait irq softirq steal ...
+      unsigned long long v[8] = {};
+      found = std::sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                          &v[5], &v[6], &v[7]) == 8;
+      steal = v[7];
+    } else {
+      ++*cpus;
+    }
+  }
+  std::fclose(f);
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (!found || hz <= 0) return false;
+  *steal_s = static_cast<double>(steal) / static_cast<double>(hz);
+  return true;
 }
 
 }  // namespace
@@ -101,6 +132,13 @@ std::vector<Sample> collect(DaemonCore& core, const std::map<uint32_t, Connectio
                  "Received frames, by how long they may have waited in the port's ring for the worker (upper bound)");
   };
   add("uptime_seconds", {}, static_cast<double>(core.uptime_ns()) / 1e9, "Seconds since the daemon started", false);
+  double steal_s = 0;
+  int cpus = 0;
+  if (host_cpu_steal(&steal_s, &cpus)) {
+    add("host_cpu_steal_seconds_total", {}, steal_s,
+        "Seconds this host's CPUs were due to run it but the hypervisor ran something else (steal, /proc/stat)");
+    add("host_cpus", {}, cpus, "CPUs of this host (/proc/stat)", false);
+  }
   add("jobs_running", {}, core.jobs_running(), "Traffic jobs running", false);
   if (core.config().endpoint) {
     add("memory_budget_bytes", {}, static_cast<double>(core.memory_budget().limit()),

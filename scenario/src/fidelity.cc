@@ -176,6 +176,9 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
       f.datapath_drops += static_cast<uint64_t>(n);
     }
     f.reordered_in_path += static_cast<uint64_t>(std::max(0.0, delta_sum(b, a, "endpoint_rx_reordered_in_path_total")));
+    // Daemons on one host see the same figure; on several, the largest.
+    f.host_steal_s = std::max(f.host_steal_s, delta(b, a, "host_cpu_steal_seconds_total", {}));
+    f.host_cpus = std::max(f.host_cpus, static_cast<uint32_t>(value_of(a, "host_cpus", {})));
   }
   if (f.datapath_drops > limits.max_datapath_drops) {
     std::string causes;
@@ -184,6 +187,14 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
     f.problems.push_back(std::to_string(f.datapath_drops) + " frames lost in the host's datapath, not by the emulator (" +
                          causes + "; limit " + std::to_string(limits.max_datapath_drops) + ")");
   }
+  // Not a reason of its own (a faithful run keeps its verdict): where the
+  // datapath did stall, the likely cause, which no setting of the testbed's
+  // removes.
+  if (!f.problems.empty() && f.host_steal_s > 0)
+    f.problems.push_back(fmt("the hypervisor took %.0f ms of this host's %.0f CPUs during the run (steal time in "
+                             "/proc/stat, counted in 10 ms ticks): on a virtual machine stalls like the ones above "
+                             "are often its, and no setting of the testbed removes them; dedicated CPUs do",
+                             f.host_steal_s * 1e3, f.host_cpus));
   return f;
 }
 

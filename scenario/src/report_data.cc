@@ -42,6 +42,7 @@
 //           "frames_received": uint, "receive_wait_p50_us", "receive_wait_p99_us": num, "stall_max_us": num,
 //           "realtime_share": num, "realtime_demotions": uint } ],
 //         "drops": { cause: uint }, "datapath_drops": uint, "reordered_in_path": uint,
+//         "host_steal_s": num, "host_cpus": uint,
 //         "problems": [str] }
 //     } ],
 //     "captures": [ {                     // capture windows (a timeline event's capture:), run by run
@@ -253,6 +254,8 @@ ojson to_json(const Report& r, const Derived& d) {
       fj["drops"] = std::move(drops);
       fj["datapath_drops"] = f.datapath_drops;
       fj["reordered_in_path"] = f.reordered_in_path;
+      fj["host_steal_s"] = f.host_steal_s;
+      fj["host_cpus"] = f.host_cpus;
       fj["problems"] = f.problems;
       o["fidelity"] = std::move(fj);
     }
@@ -514,6 +517,9 @@ RunResult read_run(const json& o, const std::string& at) {
     for (auto it = drops.begin(); it != drops.end(); ++it) f.drops[it.key()] = get_uint(drops, it.key(), fat + "/drops");
     f.datapath_drops = get_uint(fj, "datapath_drops", fat);
     f.reordered_in_path = get_uint(fj, "reordered_in_path", fat);
+    // Reports written before these fields have none: 0, as then measured.
+    if (fj.contains("host_steal_s")) f.host_steal_s = get_num(fj, "host_steal_s", fat);
+    if (fj.contains("host_cpus")) f.host_cpus = static_cast<uint32_t>(get_uint(fj, "host_cpus", fat));
     const json& problems = get_array(fj, "problems", fat);
     for (size_t i = 0; i < problems.size(); ++i) {
       if (!problems[i].is_string()) throw ReadError(fat + "/problems/" + std::to_string(i) + ": must be a string");

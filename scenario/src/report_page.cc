@@ -473,7 +473,11 @@ std::string report_html(const Report& r) {
         h << (first ? "" : ", ") << esc(cause) << " <b>" << n << "</b>";
         first = false;
       }
-      h << "; MetaRoCE frames reordered within their path: <b>" << f.reordered_in_path << "</b></p>";
+      h << "; MetaRoCE frames reordered within their path: <b>" << f.reordered_in_path << "</b>";
+      if (f.host_cpus > 0)
+        h << "; CPU time the hypervisor took from this host's " << f.host_cpus << " CPUs (steal): <b>"
+          << strf("%.0f ms", f.host_steal_s * 1e3) << "</b>";
+      h << "</p>";
       if (!f.problems.empty()) {
         h << "<ul>";
         for (const auto& p : f.problems) h << "<li class=\"bad\">" << esc(p) << "</li>";

@@ -277,3 +277,36 @@ TEST(Fidelity, OnlyTheRunsIncreaseCountsAndLimitsComeFromTheScenario) {
   // The simulator's runs are not measured and stay faithful.
   EXPECT_TRUE(ms::Fidelity{}.faithful());
 }
+
+// The hypervisor's steal over the run (host_cpu_steal_seconds_total, the same
+// on every daemon of one host) is shown, and named as the likely cause when
+// the datapath stalled; on its own it changes no verdict.
+TEST(Fidelity, StealTimeIsShownAndNamedOnlyBesideStalls) {
+  auto with_steal = [](ms::DaemonCounters d, double steal_s) {
+    d.counters.push_back({"host_cpu_steal_seconds_total", {}, steal_s});
+    d.counters.push_back({"host_cpus", {}, 2});
+    return d;
+  };
+  std::vector<ms::DaemonCounters> after = {with_steal(daemon("h0", "endpoint", {}), 10.25),
+                                           with_steal(daemon("h1", "endpoint", {}), 10.25)};
+  std::vector<ms::DaemonCounters> before = {zero(after[0]), zero(after[1])};
+  for (auto* d : {&before[0], &before[1]}) {
+    d->counters[d->counters.size() - 2].value = 10.0;  // 250 ms of steal during the run
+    d->counters.back().value = 2;
+  }
+  ms::Fidelity f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  EXPECT_NEAR(f.host_steal_s, 0.25, 1e-9) << "one host's figure, not the sum over its daemons";
+  EXPECT_EQ(f.host_cpus, 2u);
+  EXPECT_TRUE(f.faithful()) << "steal that stalled nothing is no reason";
+
+  WorkerLoad stalled;
+  stalled.received_2ms = 5000;  // half the frames waited ~2 ms: the p99 is over its limit
+  after[1] = with_steal(daemon("h1", "endpoint", stalled), 10.25);
+  before[1] = zero(after[1]);
+  before[1].counters[before[1].counters.size() - 2].value = 10.0;
+  f = ms::assess_fidelity(before, after, ms::FidelityLimits{});
+  ASSERT_FALSE(f.faithful());
+  ASSERT_GE(f.problems.size(), 2u);
+  EXPECT_NE(f.problems.back().find("the hypervisor took 250 ms of this host's 2 CPUs"), std::string::npos)
+      << f.problems.back();
+}

@@ -340,6 +340,11 @@ struct Fidelity {
   // reorder (reorder, jitter) or the host's datapath makes them, and each
   // counts at its sender as a loss.
   uint64_t reordered_in_path = 0;
+  // CPU time the hypervisor took from the host during the run (steal in
+  // /proc/stat, all its CPUs; the largest any daemon saw), and how many CPUs
+  // the host has: on a virtual machine, the usual cause of the stalls above.
+  double host_steal_s = 0;
+  uint32_t host_cpus = 0;
   std::vector<std::string> problems;      // why the run is not a faithful measurement
   bool faithful() const { return !measured || problems.empty(); }
 };
