@@ -17,7 +17,6 @@ namespace metaroce::datapath {
 namespace {
 constexpr size_t kBurst = 32;
 constexpr size_t kMaxRxBurstsPerStep = 8;
-constexpr Nanos kGranularityDecay = 4096;  // timer services for the measured granularity to fall by 1/e
 constexpr uint32_t kStageFrame = 9216;
 
 void block(const std::vector<Port*>& ports, Nanos wait_ns, WorkerStats& stats) {
@@ -269,9 +268,7 @@ bool EndpointWorker::poll(Nanos now) {
   if (due <= now && due != timer_seen_) {
     stats_.timer_lateness.record(now - due);
     timer_seen_ = due;
-    // The engine's clock granularity: a slowly decaying maximum of how late timers run here.
-    granularity_ = std::max(now - due, granularity_ - granularity_ / kGranularityDecay);
-    ep_.set_timer_granularity(granularity_);
+    ep_.set_timer_granularity(granularity_.add(now - due));
   }
   const bool work = step(now);
   if (on_iteration_) on_iteration_(now);

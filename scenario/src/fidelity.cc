@@ -192,7 +192,7 @@ Fidelity assess_fidelity(const std::vector<DaemonCounters>& before, const std::v
   // removes.
   if (!f.problems.empty() && f.host_steal_s > 0)
     f.problems.push_back(fmt("the hypervisor took %.0f ms of this host's %.0f CPUs during the run (steal time in "
-                             "/proc/stat, counted in 10 ms ticks): on a virtual machine stalls like the ones above "
+                             "/proc/stat, counted in clock ticks): on a virtual machine stalls like the ones above "
                              "are often its, and no setting of the testbed removes them; dedicated CPUs do",
                              f.host_steal_s * 1e3, f.host_cpus));
   return f;

@@ -247,6 +247,19 @@ TEST(IdleSpin, StaysAtItsFloorWhileWakeUpsArePromptAndPollsThroughSlowOnesUpToIt
   EXPECT_EQ(IdleSpin(5'000, 0).after_work(), 5'000) << "a ceiling under the floor is the floor";
 }
 
+TEST(DecayingMax, RisesAtOnceAndForgetsByOneOverEPerItsSamples) {
+  DecayingMax m(1000);
+  EXPECT_EQ(m.value(), 0);
+  EXPECT_EQ(m.add(300), 300);
+  EXPECT_EQ(m.add(1'000'000), 1'000'000) << "a higher sample counts at once";
+  EXPECT_EQ(m.add(999'999), 999'999) << "each sample first decays the old maximum by 1/1000";
+  for (int i = 1; i < 1000; ++i) m.add(0);
+  // After 1000 samples below it, about 1/e is left (0.999^1000 = 0.368).
+  EXPECT_NEAR(static_cast<double>(m.value()), 1e6 / 2.718, 1e6 * 0.01);
+  for (int i = 0; i < 1000; ++i) m.add(500'000);
+  EXPECT_EQ(m.value(), 500'000) << "repeated samples hold it up";
+}
+
 }  // namespace
 }  // namespace metaroce::datapath
 

@@ -9,13 +9,12 @@
 #pragma once
 
 #include <algorithm>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "metaroce/datapath/capture_tap.h"
@@ -142,9 +141,22 @@ inline Nanos wait_after_block(Nanos asked_at, Nanos wait, Nanos woke_at, Nanos r
   return std::max<Nanos>({run_queue_wait, woke_at - (asked_at + wait), 0});
 }
 
+// A maximum that forgets: a sample above it raises it at once, and every
+// sample lowers it by 1/decay_samples of itself (to 1/e after decay_samples
+// samples), so one old outlier stops counting while repeated ones keep it up.
+class DecayingMax {
+ public:
+  explicit DecayingMax(Nanos decay_samples) : decay_samples_(decay_samples) {}
+  Nanos add(Nanos sample) { return value_ = std::max(sample, value_ - value_ / decay_samples_); }
+  Nanos value() const { return value_; }
+
+ private:
+  Nanos decay_samples_, value_ = 0;
+};
+
 // How long an idle worker polls after its last work before it blocks: the
 // longest a block's wake-up lately came late (wait_after_block), a maximum
-// that decays by 1/e every kDecayBlocks blocks, within [floor, ceiling]
+// that decays by 1/e every kDecayBlocks blocks (DecayingMax), within [floor, ceiling]
 // (IdlePolicy::spin_ns, max_spin_ns). Where wake-ups are prompt it stays at
 // the floor and an idle worker sleeps; where one came 17 ms late, a worker
 // polls through the gaps between a flow's frames (tens of microseconds) and
@@ -153,11 +165,12 @@ class IdleSpin {
  public:
   static constexpr Nanos kDecayBlocks = 1024;
   IdleSpin(Nanos floor, Nanos ceiling) : floor_(floor), ceiling_(std::max(floor, ceiling)) {}
-  void on_block(Nanos woke_late) { late_ = std::max(woke_late, late_ - late_ / kDecayBlocks); }
-  Nanos after_work() const { return std::clamp(late_, floor_, ceiling_); }
+  void on_block(Nanos woke_late) { late_.add(woke_late); }
+  Nanos after_work() const { return std::clamp(late_.value(), floor_, ceiling_); }
 
  private:
-  Nanos floor_, ceiling_, late_ = 0;
+  Nanos floor_, ceiling_;
+  DecayingMax late_{kDecayBlocks};
 };
 
 // Endpoint placement: ports[p] carries plane p. Optionally the emulator sits
@@ -215,7 +228,10 @@ class EndpointWorker : public PolledLoop {
   std::vector<RxFrame> rx_;
   WorkerStats stats_;
   std::function<void(Nanos)> on_iteration_;
-  Nanos granularity_ = 0;
+  // The engine's clock granularity: how late its timers lately ran here,
+  // forgotten by 1/e over kGranularityDecay timer services.
+  static constexpr Nanos kGranularityDecay = 4096;
+  DecayingMax granularity_{kGranularityDecay};
   Nanos timer_seen_ = -1;  // the engine deadline already recorded as serviced
   CaptureTap* capture_ = nullptr;
 };
