@@ -26,8 +26,6 @@
 namespace metaroce::datapath {
 namespace {
 
-constexpr uint32_t kMaxRingSize = 65536;
-
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -318,9 +316,8 @@ std::unique_ptr<Port> open_memory_port(const PortConfig& config, std::string* er
     *error = "ifname: a memory port needs a channel name (both ends open the same ifname)";
     return nullptr;
   }
-  if (config.ring_size == 0 || config.ring_size > kMaxRingSize) {
-    *error = "ring_size: must be in [1, " + std::to_string(kMaxRingSize) + "] (got " +
-             std::to_string(config.ring_size) + ")";
+  if (std::string e = software_ring_size_error(config.ring_size); !e.empty()) {
+    *error = e;
     return nullptr;
   }
   Registry& reg = registry();

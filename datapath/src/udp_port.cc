@@ -52,7 +52,6 @@
 namespace metaroce::datapath {
 namespace {
 
-constexpr uint32_t kMaxRingSize = 65536;
 constexpr size_t kTxBatch = 64;          // messages per sendmmsg call
 constexpr int kSocketBufferBytes = 4 << 20;
 constexpr int16_t kNoSocket = -1;        // source port not seen yet
@@ -446,9 +445,8 @@ std::unique_ptr<Port> open_udp_port(const PortConfig& config, std::string* error
     *error = "local_ip: not an IPv4 address '" + config.local_ip + "'";
     return nullptr;
   }
-  if (config.ring_size == 0 || config.ring_size > kMaxRingSize) {
-    *error = "ring_size: must be in [1, " + std::to_string(kMaxRingSize) + "] (got " +
-             std::to_string(config.ring_size) + ")";
+  if (std::string e = software_ring_size_error(config.ring_size); !e.empty()) {
+    *error = e;
     return nullptr;
   }
   if (config.frame_size <= wire::kUdpFrameHeaderBytes) {

@@ -2,22 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
+
+#include "range_check.h"
 
 namespace metaroce::emulator {
 
+using detail::in_unit;
+using detail::in_unit_open;
+using detail::kNaN;
+
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kSqrt2 = 1.41421356237309504880;
 constexpr double kSqrt2Pi = 2.50662827463100050242;
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // Standard normal CDF, accurate in both tails.
 double phi(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
@@ -92,9 +90,7 @@ std::optional<std::string> validate(const DelayConfig& c) {
   if (c.distribution > DelayConfig::Distribution::kParetoNormal)
     return "delay.distribution: must be one of uniform, normal, pareto, paretonormal (got " +
            std::to_string(static_cast<unsigned>(c.distribution)) + ")";
-  if (!(c.correlation >= 0.0 && c.correlation < 1.0))
-    return "delay.correlation: must be in [0, 1) (got " + fmt(c.correlation) + ")";
-  return std::nullopt;
+  return in_unit_open("delay.correlation", c.correlation);
 }
 
 DelayModel::DelayModel(const DelayConfig& config) : config_(config) {}
@@ -157,11 +153,8 @@ double DelayModel::quantile_ns(const DelayConfig& c, double q) {
 }
 
 std::optional<std::string> validate(const ReorderConfig& c) {
-  if (!(c.probability >= 0.0 && c.probability <= 1.0))
-    return "reorder.probability: must be in [0, 1] (got " + fmt(c.probability) + ")";
-  if (!(c.correlation >= 0.0 && c.correlation < 1.0))
-    return "reorder.correlation: must be in [0, 1) (got " + fmt(c.correlation) + ")";
-  return std::nullopt;  // every gap value is meaningful
+  if (auto e = in_unit("reorder.probability", c.probability)) return e;
+  return in_unit_open("reorder.correlation", c.correlation);  // every gap value is meaningful
 }
 
 Reorderer::Reorderer(const ReorderConfig& config) : config_(config) {}

@@ -2,28 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "metaroce/wire/udp_frame.h"
+#include "range_check.h"
 
 namespace metaroce::emulator {
 
-namespace {
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-std::optional<std::string> probability(const char* name, double v) {
-  if (!(v >= 0.0 && v <= 1.0)) return std::string(name) + ": must be in [0, 1] (got " + fmt(v) + ")";
-  return std::nullopt;
-}
-}  // namespace
+using detail::format_number;
+using detail::in_unit;
 
 std::optional<std::string> validate(const LinkConfig& c) {
   if (!(c.rate_bps > 0 && c.rate_bps <= kMaxLinkRateBps))
-    return "rate_bps: must be in (0, " + fmt(kMaxLinkRateBps) + "] bits/s (got " + fmt(c.rate_bps) + ")";
+    return "rate_bps: must be in (0, " + format_number(kMaxLinkRateBps) + "] bits/s (got " + format_number(c.rate_bps) + ")";
   if (c.prop_delay_ns < 0 || c.prop_delay_ns > kMaxLinkDelayNs)
     return "prop_delay_ns: must be in [0, " + std::to_string(kMaxLinkDelayNs) + "] ns (got " + std::to_string(c.prop_delay_ns) + ")";
   if (c.queue_limit_bytes == 0 || c.queue_limit_bytes > kMaxQueueLimitBytes)
@@ -41,7 +31,7 @@ std::optional<std::string> validate(const LinkConfig& c) {
                          std::pair{"reorder_probability", c.reorder_probability},
                          std::pair{"corrupt_probability", c.corrupt_probability},
                          std::pair{"red_max_p", c.red_max_p}})
-    if (auto e = probability(name, v)) return e;
+    if (auto e = in_unit(name, v)) return e;
   if (c.reorder_delay_ns < 0 || c.reorder_delay_ns > kMaxLinkDelayNs)
     return "reorder_delay_ns: must be in [0, " + std::to_string(kMaxLinkDelayNs) + "] ns (got " +
            std::to_string(c.reorder_delay_ns) + ")";

@@ -2,31 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <limits>
+
+#include "range_check.h"
 
 namespace metaroce::emulator {
 
+using detail::format_number;
+using detail::in_unit;
+using detail::in_unit_open;
+using detail::kNaN;
+
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-// "[0, 1]" style range checks written so that NaN fails them.
-std::optional<std::string> in_unit(const char* name, double v) {
-  if (v >= 0.0 && v <= 1.0) return std::nullopt;
-  return std::string(name) + ": must be in [0, 1] (got " + fmt(v) + ")";
-}
-
-std::optional<std::string> in_unit_open(const char* name, double v) {
-  if (v >= 0.0 && v < 1.0) return std::nullopt;
-  return std::string(name) + ": must be in [0, 1) (got " + fmt(v) + ")";
-}
 
 // Stationary probabilities of the 4-state chain, unnormalised with pi1 = 1.
 // Balance: pi4 = p14 pi1; p31 pi3 = p13 pi1 (flow into and out of {1, 4});
@@ -61,9 +47,9 @@ std::optional<std::string> validate(const LossConfig& c) {
   // forgives decimal round-off such as 0.3 + 0.7.
   constexpr double kSlack = 1e-12;
   if (!(c.p13 + c.p14 <= 1.0 + kSlack))
-    return "loss.p14: must be in [0, 1 - p13] = [0, " + fmt(1.0 - c.p13) + "] (got " + fmt(c.p14) + ")";
+    return "loss.p14: must be in [0, 1 - p13] = [0, " + format_number(1.0 - c.p13) + "] (got " + format_number(c.p14) + ")";
   if (!(c.p31 + c.p32 <= 1.0 + kSlack))
-    return "loss.p32: must be in [0, 1 - p31] = [0, " + fmt(1.0 - c.p31) + "] (got " + fmt(c.p32) + ")";
+    return "loss.p32: must be in [0, 1 - p31] = [0, " + format_number(1.0 - c.p31) + "] (got " + format_number(c.p32) + ")";
 
   switch (c.kind) {
     case K::kGilbertElliott:
