@@ -31,3 +31,6 @@ add_dependencies(lab_tests metaroce_lab)
 # One label only: CMake 3.25 discovery flattens a label list into separate properties.
 gtest_discover_tests(lab_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "lab" TIMEOUT 300)
 target_include_directories(lab_tests PRIVATE ${PROJECT_SOURCE_DIR}/datapath/include)  # ScopedNetns (header only)
+# Never batched in the sanitized unity build: its files define helpers of the
+# same name, each local to its file.
+set_target_properties(port_tests PROPERTIES UNITY_BUILD OFF)

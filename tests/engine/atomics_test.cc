@@ -10,7 +10,6 @@
 namespace engine_test {
 namespace {
 
-constexpr size_t kPlanes = 4;
 constexpr uint32_t kOps = 200;
 
 std::vector<PlaneConfig> lossy_dup_planes() {

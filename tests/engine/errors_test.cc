@@ -6,8 +6,6 @@
 namespace engine_test {
 namespace {
 
-constexpr size_t kPlanes = 4;
-
 struct Raw {
   Harness& h;
   ConnPair conn;

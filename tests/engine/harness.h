@@ -53,6 +53,11 @@ inline const char* side_name(Side s) { return s == kA ? "A" : "B"; }
 inline constexpr Nanos kUs = 1000;
 inline constexpr Nanos kMs = 1000 * kUs;
 
+// The planes of a MetaRoCE test fabric, unless a test needs another count.
+inline constexpr size_t kPlanes = 4;
+// Message sizes around the page and MTU edges, up to 1 MiB.
+inline constexpr uint32_t kSizes[] = {1, 4095, 4096, 4097, 64 * 1024, 1024 * 1024};
+
 // ------------------------------------------------------------------ links
 
 struct Impairment {

@@ -9,7 +9,6 @@
 namespace engine_test {
 namespace {
 
-constexpr size_t kPlanes = 4;
 constexpr uint32_t kPairs = 40;
 constexpr uint32_t kLen = 16 * 1024;
 

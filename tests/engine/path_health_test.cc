@@ -7,7 +7,6 @@
 namespace engine_test {
 namespace {
 
-constexpr size_t kPlanes = 4;
 constexpr uint8_t kVictim = 2;
 
 mt::PathStats path(Harness& h, uint32_t conn, size_t i) { return h.ep(kA).stats(conn).paths.at(i); }

@@ -5,8 +5,6 @@
 namespace engine_test {
 namespace {
 
-const uint32_t kSizes[] = {1, 4095, 4096, 4097, 64 * 1024, 1024 * 1024};
-
 void run_rocev2(double loss, uint64_t seed, bool expect_rewinds) {
   Harness h(uniform_planes(1, make_link(25e9, 2 * kUs, {.loss = loss})), seed);
   const ConnPair conn = h.connect_rocev2(0);

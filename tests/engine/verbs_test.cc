@@ -38,11 +38,9 @@ const char* set_name(VerbSet v) {
   return "?";
 }
 
-constexpr size_t kPlanes = 4;
 constexpr uint16_t kStreams = 3;
 constexpr uint32_t kDepth = 4;
 constexpr uint8_t kFailPlane = 1;
-const uint32_t kSizes[] = {1, 4095, 4096, 4097, 64 * 1024, 1024 * 1024};
 
 std::vector<PlaneConfig> planes_for(Scenario s) {
   Impairment imp;

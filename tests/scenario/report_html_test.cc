@@ -27,26 +27,16 @@
 #include <vector>
 
 #include "metaroce/scenario/report.h"
-
-namespace metaroce::scenario::testing {
-Report make_sweep_report(const std::string& rocev2_name);  // report_test.cc
-Report make_fault_report();                                  // report_test.cc
-Report make_clos_report();                                   // report_test.cc
-}  // namespace metaroce::scenario::testing
+#include "report_fixtures.h"
 
 namespace {
+
+using namespace metaroce::scenario::testing;  // report_fixtures.h
 
 namespace ms = metaroce::scenario;
 namespace fs = std::filesystem;
 
 constexpr const char* kChromium = "/usr/bin/chromium";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -75,20 +65,6 @@ struct Chromium {
     return std::system(cmd.c_str());
   }
 };
-
-std::string html_unescape(std::string s) {
-  const std::pair<const char*, const char*> ents[] = {
-      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&nbsp;", " "}, {"&amp;", "&"}};
-  for (const auto& [from, to] : ents)
-    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + 1)) s.replace(p, std::strlen(from), to);
-  return s;
-}
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
-  return n;
-}
 
 // Appended to a copy of report.html: reads every chart back from Chart.js
 // (Chart.getChart) and writes what it holds into <pre id="probe">, for

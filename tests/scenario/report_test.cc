@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "metaroce/scenario/report.h"
+#include "report_fixtures.h"
 
 namespace ms = metaroce::scenario;
 namespace fs = std::filesystem;
@@ -201,23 +202,7 @@ Report make_clos_report() {
 
 namespace {
 
-using metaroce::scenario::testing::make_clos_report;
-using metaroce::scenario::testing::make_fault_report;
-using metaroce::scenario::testing::make_sweep_report;
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
-  return n;
-}
-
-std::string html_unescape(std::string s) {
-  const std::pair<const char*, const char*> ents[] = {
-      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&nbsp;", " "}, {"&amp;", "&"}};
-  for (const auto& [from, to] : ents)
-    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + 1)) s.replace(p, std::strlen(from), to);
-  return s;
-}
+using namespace metaroce::scenario::testing;  // report_fixtures.h
 
 struct Tagged {
   std::string pointer, text;
@@ -787,13 +772,6 @@ fs::path temp_dir(const std::string& tag) {
   const char* p = mkdtemp(tmpl.data());
   EXPECT_NE(p, nullptr);
   return fs::path(tmpl);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 TEST(WriteReport, WritesThreeFilesIntoNewDirectories) {

@@ -26,3 +26,6 @@ target_link_libraries(wire_tests PRIVATE metaroce_wire GTest::gtest_main)
 gtest_discover_tests(wire_tests
   DISCOVERY_TIMEOUT 60
   PROPERTIES LABELS "wire" TIMEOUT 120)
+# Never batched in the sanitized unity build: its files define helpers of the
+# same name, each local to its file.
+set_target_properties(wire_tests PROPERTIES UNITY_BUILD OFF)
